@@ -1,0 +1,77 @@
+"""Simulated CPU devices, so parallelism chapters run on any laptop.
+
+XLA can split one CPU into N "devices". JAX reads that number once, when its
+backend first starts (the first array, the first ``jax.devices()``), so it
+must be set before: :func:`use_cpu_devices` is the one place that does it.
+"""
+
+from __future__ import annotations
+
+import os
+
+from jaxcourse import CourseError
+
+__all__ = ["DeviceSetupError", "use_cpu_devices"]
+
+_FLAG = "--xla_force_host_platform_device_count"
+
+
+class DeviceSetupError(CourseError):
+    """JAX started before the course could give it the devices asked for."""
+
+
+def _backends_started() -> bool:
+    from jax._src import xla_bridge
+
+    return xla_bridge.backends_are_initialized()
+
+
+def use_cpu_devices(n: int) -> list:
+    """Give JAX ``n`` simulated CPU devices and return them.
+
+    Call it right after ``import jax``, before anything creates an array.
+    Calling it again with the same or a smaller ``n`` is harmless, so a
+    notebook can be re-run top to bottom.
+
+    Parameters
+    ----------
+    n : int
+        Number of CPU devices wanted (1 or more).
+
+    Returns
+    -------
+    list of jax.Device
+        ``jax.devices("cpu")``, of length at least ``n``.
+
+    Raises
+    ------
+    DeviceSetupError
+        If JAX already started with fewer than ``n`` CPU devices; the message
+        says to restart the kernel and call this first.
+    ValueError
+        If ``n`` is not a positive integer.
+    """
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"n must be a positive integer, not {n!r}")
+    import jax
+
+    if not _backends_started():
+        jax.config.update("jax_num_cpu_devices", n)
+        # Child processes (a launcher, a DataLoader worker) read XLA_FLAGS,
+        # not this process's config; keep the two in step.
+        flags = [
+            f
+            for f in os.environ.get("XLA_FLAGS", "").split()
+            if not f.startswith(_FLAG)
+        ]
+        os.environ["XLA_FLAGS"] = " ".join([*flags, f"{_FLAG}={n}"])
+    devices = jax.devices("cpu")
+    if len(devices) < n:
+        raise DeviceSetupError(
+            f"JAX already started with {len(devices)} CPU device"
+            f"{'s' if len(devices) != 1 else ''}, and the number of devices "
+            f"cannot change once it has. Restart the kernel (or the Python "
+            f"process) and call use_cpu_devices({n}) right after `import jax`, "
+            "before anything creates an array."
+        )
+    return devices

@@ -1,0 +1,1 @@
+"""Reference implementations of every exercise in the course."""

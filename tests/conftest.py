@@ -1,0 +1,71 @@
+"""Shared fixtures: every test gets its own data folder and no network."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+
+# Quiet TensorFlow's C++ start-up logs in test output.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from jaxcourse import data  # noqa: E402
+
+
+def _closed_port() -> int:
+    # Bind, read the port and close: nothing listens there afterwards.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(autouse=True)
+def hermetic_data(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Point the course at a fresh data folder and an unreachable download site."""
+    root = tmp_path / "data"
+    monkeypatch.setenv(data.DATA_DIR_ENV, str(root))
+    for var in (data.DATASET_ENV, data.MNIST_DIR_ENV, data.FASHION_DIR_ENV):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(data, "MNIST_HOST", ("127.0.0.1", _closed_port()))
+    return root
+
+
+@pytest.fixture(scope="session")
+def fashion_source() -> Path:
+    """Debian's Fashion-MNIST folder; the suite needs it (setup installs it)."""
+    folder = data.DEBIAN_FASHION_DIR
+    if not all(
+        (folder / f"{stem}.gz").is_file()
+        for pair in data.IDX_FILES.values()
+        for stem in pair
+    ):
+        pytest.fail(
+            "Debian's dataset-fashion-mnist is not installed; run `make setup`."
+        )
+    return folder
+
+
+@pytest.fixture(scope="session")
+def raw_template(
+    tmp_path_factory: pytest.TempPathFactory, fashion_source: Path
+) -> Path:
+    """A raw-only provisioned data folder, written once per session."""
+    root = tmp_path_factory.mktemp("raw-template")
+    data.provision(
+        root=root,
+        fashion_dir=fashion_source,
+        tfds=False,
+        quiet=True,
+        network_timeout=0.1,
+    )
+    return root
+
+
+@pytest.fixture()
+def raw_root(raw_template: Path, hermetic_data: Path) -> Path:
+    """A private copy of the raw-only data folder, free to corrupt."""
+    shutil.copytree(raw_template, hermetic_data)
+    return hermetic_data
