@@ -5,10 +5,16 @@ export JAX_COURSE_VENV := $(VENV)
 # Quiet TensorFlow's C++ start-up logs; errors still show.
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: setup data test test-fast lint book lab clean
+.PHONY: setup self data test test-fast lint book lab bench clean
 
 setup:  ## create the environment, install everything, provision the data
 	bash scripts/setup.sh
+
+# The shared environment's editable install may point at another clone (CI
+# clones elsewhere); re-point it at this checkout when it does (a few seconds).
+self:
+	@$(PY) -c "import jaxcourse, pathlib, sys; sys.exit(pathlib.Path(jaxcourse.__file__).resolve().parents[1] != pathlib.Path.cwd().resolve())" 2>/dev/null \
+	  || $(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 
 data:  ## provision (or re-check) the offline dataset
 	$(PY) -m jaxcourse.data
@@ -16,17 +22,20 @@ data:  ## provision (or re-check) the offline dataset
 lint:  ## ruff over the code and the notebooks
 	$(PY) -m ruff check .
 
-test: lint  ## the full suite: lint, unit tests, nbval over every executed notebook
+test: self lint  ## the full suite: lint, unit tests, nbval over every executed notebook
 	$(PY) -m pytest
 
-test-fast:  ## skip the slow tests
+test-fast: self  ## skip the slow tests
 	$(PY) -m pytest -m "not slow"
 
-book:  ## build the HTML book from the stored outputs
+book: self  ## build the HTML book from the stored outputs
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 
-lab:  ## open JupyterLab on the repository
+lab: self  ## open JupyterLab on the repository
 	$(VENV)/bin/jupyter lab
+
+bench: self  ## training-loop speed as ratios to the device-resident limit
+	$(PY) benchmarks/loops.py
 
 clean:
 	rm -rf _build
