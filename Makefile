@@ -29,6 +29,7 @@ test-fast: self  ## skip the slow tests
 	$(PY) -m pytest -m "not slow"
 
 book: self  ## build the HTML book from the stored outputs
+	bash scripts/fetch_widget_js.sh
 	$(VENV)/bin/jupyter-book build . -W -n --keep-going
 
 lab: self  ## open JupyterLab on the repository
