@@ -5,7 +5,7 @@ export JAX_COURSE_VENV := $(VENV)
 # Quiet TensorFlow's C++ start-up logs; errors still show.
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: setup self data test test-fast lint book lab bench clean
+.PHONY: setup self data test test-fast lint book lab exercises bench clean
 
 setup:  ## create the environment, install everything, provision the data
 	bash scripts/setup.sh
@@ -34,6 +34,9 @@ book: self  ## build the HTML book from the stored outputs
 
 lab: self  ## open JupyterLab on the repository
 	$(VENV)/bin/jupyter lab
+
+exercises: self  ## regenerate the student notebooks from solutions/
+	$(PY) -m jaxcourse.exercises.authoring
 
 bench: self  ## training-loop speed as ratios to the device-resident limit
 	$(PY) benchmarks/loops.py

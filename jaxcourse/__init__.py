@@ -1,8 +1,11 @@
 """Helpers shared by every chapter, exercise and test of the JAX course.
 
 The package holds what a chapter needs but does not teach: offline data
-provisioning (:mod:`jaxcourse.data`) and simulated CPU devices
-(:mod:`jaxcourse.devices`). Chapters import the submodule they need, e.g.
+provisioning (:mod:`jaxcourse.data`), simulated CPU devices
+(:mod:`jaxcourse.devices`), chapter 1's model for the chapters after it
+(:mod:`jaxcourse.mlp`), matplotlib set-up (:mod:`jaxcourse.plotting`), the
+multi-process launcher (:mod:`jaxcourse.launch`) and the exercise system
+(:mod:`jaxcourse.exercises`). Chapters import the submodule they need, e.g.
 ``from jaxcourse import data``.
 """
 

@@ -1,0 +1,243 @@
+"""Interactive explorers: sliders that retrain a small model and redraw it.
+
+:class:`LearningRateExplorer` retrains chapter 1's MLP (:mod:`jaxcourse.mlp`)
+for a few hundred SGD steps on a subset of the training set whenever the
+learning rate or the batch size changes, and redraws the loss curves of the
+last few runs, so their effect can be seen side by side. The work is done by
+plain functions (:func:`load_subset`, :func:`train_curve`, :func:`plot_runs`);
+the widget only wires the sliders to them.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import io
+from dataclasses import dataclass
+from typing import Any
+
+import ipywidgets as widgets
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..mlp import loss
+from .core import grading_mode
+from .messages import message
+
+__all__ = [
+    "LearningRateExplorer",
+    "Run",
+    "Subset",
+    "learning_rate_explorer",
+    "load_subset",
+    "plot_runs",
+    "train_curve",
+]
+
+BATCH_SIZES = (8, 32, 128, 512)
+
+
+@dataclass(frozen=True)
+class Subset:
+    """A small, flattened, scaled slice of the dataset for quick retraining."""
+
+    train_images: np.ndarray  # (n, 784) float32 in [0, 1]
+    train_labels: np.ndarray  # (n,) int
+    test_images: np.ndarray
+    test_labels: np.ndarray
+
+
+@dataclass(frozen=True)
+class Run:
+    """One retraining: its settings, loss per step and final test accuracy."""
+
+    learning_rate: float
+    batch_size: int
+    losses: np.ndarray
+    test_accuracy: float
+
+    @property
+    def label(self) -> str:
+        """Legend text."""
+        return (f"lr={self.learning_rate:.3g}, batch={self.batch_size}: "
+                f"test acc {self.test_accuracy:.2f}")
+
+
+def load_subset(n_train: int = 4096, n_test: int = 1024) -> Subset:
+    """Load the first examples of the course's dataset, scaled to [0, 1]."""
+    from jaxcourse import data
+
+    train_x, train_y = data.load_numpy("train")
+    test_x, test_y = data.load_numpy("test")
+
+    def prep(x: np.ndarray) -> np.ndarray:
+        return (x.reshape(len(x), -1) / 255.0).astype(np.float32)
+
+    return Subset(prep(train_x[:n_train]), train_y[:n_train].astype(np.int32),
+                  prep(test_x[:n_test]), test_y[:n_test].astype(np.int32))
+
+
+def synthetic_subset(n_train: int = 512, n_test: int = 128, seed: int = 0) -> Subset:
+    """Draw a learnable stand-in for the dataset (for tests, or with no data)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(10, 784)).astype(np.float32)
+
+    def draw(n: int) -> tuple[np.ndarray, np.ndarray]:
+        labels = rng.integers(0, 10, size=n)
+        images = centres[labels] + rng.normal(scale=2.0, size=(n, 784))
+        return images.astype(np.float32), labels.astype(np.int32)
+
+    return Subset(*draw(n_train), *draw(n_test))
+
+
+@functools.partial(jax.jit, static_argnames=("batch_size", "steps"))
+def _train(params: Any, images: jax.Array, targets: jax.Array, learning_rate: float,
+           key: jax.Array, batch_size: int, steps: int) -> tuple[Any, jax.Array]:
+    batches = jax.random.randint(key, (steps, batch_size), 0, images.shape[0])
+
+    def step(p: Any, index: jax.Array) -> tuple[Any, jax.Array]:
+        value, grads = jax.value_and_grad(loss)(p, images[index], targets[index])
+        return jax.tree.map(lambda w, g: w - learning_rate * g, p, grads), value
+
+    return jax.lax.scan(step, params, batches)
+
+
+def train_curve(
+    subset: Subset,
+    learning_rate: float,
+    batch_size: int,
+    steps: int = 300,
+    hidden: int = 32,
+    seed: int = 0,
+) -> Run:
+    """Train a fresh ``[784, hidden, 10]`` MLP with SGD; return its loss curve.
+
+    One compiled ``lax.scan`` runs all the steps, so a retrain costs about a
+    second on two CPU cores (the first one per batch size also compiles).
+    """
+    from solutions.mlp import batched_predict, init_params
+
+    params = init_params([subset.train_images.shape[1], hidden, 10],
+                         jax.random.key(seed), scale=0.1)
+    targets = jax.nn.one_hot(subset.train_labels, 10)
+    params, losses = _train(params, jnp.asarray(subset.train_images), targets,
+                            learning_rate, jax.random.key(seed + 1),
+                            batch_size=batch_size, steps=steps)
+    predicted = jnp.argmax(batched_predict(params, subset.test_images), axis=1)
+    accuracy = float(jnp.mean(predicted == subset.test_labels))
+    return Run(float(learning_rate), int(batch_size), np.asarray(losses), accuracy)
+
+
+def plot_runs(runs: list[Run], language: str = "en") -> bytes:
+    """Draw the runs' loss curves (the newest bold) and return a PNG."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(6.4, 3.4), dpi=90, layout="constrained")
+    axes = figure.subplots()
+    for i, run in enumerate(runs):
+        newest = i == len(runs) - 1
+        axes.plot(run.losses, lw=2.0 if newest else 1.0,
+                  alpha=1.0 if newest else 0.45, label=run.label)
+    axes.set_xlabel("SGD step" if language == "en" else "SGD 步數")
+    axes.set_ylabel("training loss" if language == "en" else "訓練損失")
+    axes.set_yscale("log")
+    if runs:
+        axes.legend(fontsize=8)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+class LearningRateExplorer:
+    """Sliders for learning rate and batch size; each change retrains and redraws.
+
+    Parameters
+    ----------
+    subset : Subset, optional
+        The data; by default :func:`load_subset` (tests pass a small one).
+    steps : int
+        SGD steps per retrain.
+    keep : int
+        How many runs stay on the plot.
+    language : {"en", "zh-Hant"}
+        Language of the labels.
+    run : bool
+        Train once right away with the initial settings.
+    """
+
+    def __init__(self, subset: Subset | None = None, *, steps: int = 300,
+                 keep: int = 4, language: str = "en", run: bool = True) -> None:
+        self.deferred = grading_mode()
+        self.subset = subset
+        self.steps = steps
+        self.keep = keep
+        self.language = language
+        self.runs: list[Run] = []
+        zh = language == "zh-Hant"
+        self.learning_rate = widgets.FloatLogSlider(
+            value=0.1, base=10, min=-3, max=1, step=0.25,
+            description="學習率" if zh else "learning rate",
+            continuous_update=False, readout_format=".3g",
+            style={"description_width": "initial"},
+        )
+        self.batch_size = widgets.SelectionSlider(
+            options=BATCH_SIZES, value=128,
+            description="批次大小" if zh else "batch size",
+            continuous_update=False, style={"description_width": "initial"},
+        )
+        self.clear_button = widgets.Button(description="清除" if zh else "Clear")
+        self.image = widgets.Image(format="png")
+        self.status = widgets.HTML()
+        self.learning_rate.observe(self._on_change, names="value")
+        self.batch_size.observe(self._on_change, names="value")
+        self.clear_button.on_click(lambda _: self.clear())
+        self.widget = widgets.VBox([
+            widgets.HBox([self.learning_rate, self.batch_size, self.clear_button]),
+            self.image,
+            self.status,
+        ])
+        if run and not self.deferred:
+            self.retrain()
+
+    def _on_change(self, change: dict) -> None:
+        self.retrain()
+
+    def retrain(self) -> Run:
+        """Train with the sliders' values, keep the run, redraw (slider callback)."""
+        if self.subset is None:
+            self.subset = load_subset()
+        run = train_curve(self.subset, self.learning_rate.value,
+                          self.batch_size.value, steps=self.steps)
+        self.runs = (self.runs + [run])[-self.keep:]
+        self.image.value = plot_runs(self.runs, self.language)
+        self.status.value = html.escape(run.label)
+        return run
+
+    def clear(self) -> None:
+        """Forget the earlier runs, keeping only the newest (the Clear button)."""
+        self.runs = self.runs[-1:]
+        self.image.value = plot_runs(self.runs, self.language)
+
+    def text(self) -> str:
+        """Deterministic plain-text form (no numbers that vary across CPUs)."""
+        if self.deferred:
+            return message("summary_deferred", self.language, id="explorer")
+        if self.language == "zh-Hant":
+            return f"學習率探索器：每次訓練 {self.steps} 步 SGD；移動滑桿即重新訓練。"
+        return (f"Learning-rate explorer: {self.steps} SGD steps per run; move a "
+                "slider to retrain.")
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict:
+        data = dict(self.widget._repr_mimebundle_(**kwargs) or {})
+        data["text/plain"] = self.text()
+        return data
+
+
+def learning_rate_explorer(subset: Subset | None = None, steps: int = 300,
+                           language: str = "en") -> LearningRateExplorer:
+    """Build the learning-rate / batch-size explorer (trains once right away)."""
+    return LearningRateExplorer(subset, steps=steps, language=language)

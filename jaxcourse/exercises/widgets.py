@@ -1,0 +1,209 @@
+"""The check panel: Check, Hint and Show-solution buttons over :func:`check`.
+
+The panel only wires buttons to plain functions (:func:`result_html`,
+:func:`hints_html`, :func:`solution_html` and the panel's ``run_check``,
+``show_next_hint`` and ``toggle_solution`` methods), which the tests call
+directly or through ``button.click()`` with no browser.
+
+In a notebook's stored outputs the panel's ``text/plain`` form is its summary
+line (e.g. ``mlp.relu: 5/5 tests passed``): deterministic, so nbval can
+compare it, while the widget itself renders live in Jupyter and in the book.
+"""
+
+from __future__ import annotations
+
+import html
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import ipywidgets as widgets
+
+from .core import Exercise, Result, check, get, grading_mode
+from .messages import message
+
+__all__ = ["CheckPanel", "check_panel", "hints_html", "result_html", "solution_html"]
+
+_PASS, _FAIL, _IDLE = "#1a7f37", "#cf222e", "#57606a"
+
+
+def result_html(result: Result) -> str:
+    """Render a result: a coloured summary line and one line per test."""
+    colour = _PASS if result.passed else _IDLE if result.status == "not_attempted" \
+        else _FAIL
+    lines = "".join(
+        f"<li style='color:{_PASS if f.passed else _FAIL}'>"
+        f"{'✓' if f.passed else '✗'} {html.escape(f.message)}</li>"
+        for f in result.feedback
+    )
+    return (
+        f"<b style='color:{colour}'>{html.escape(result.summary())}</b>"
+        f"<ul style='margin:0.2em 0;padding-left:1.2em'>{lines}</ul>"
+    )
+
+
+def hints_html(exercise: Exercise, shown: int) -> str:
+    """Render the first ``shown`` hints (or a note when there are none left)."""
+    lang = exercise.language
+    if not exercise.hints:
+        return f"<i>{html.escape(message('no_hints', lang))}</i>" if shown else ""
+    total = len(exercise.hints)
+    parts = [
+        f"<p><b>{html.escape(message('hint_n', lang, n=i + 1, total=total))}"
+        f"</b>: {html.escape(hint)}</p>"
+        for i, hint in enumerate(exercise.hints[:shown])
+    ]
+    if shown > len(exercise.hints):
+        parts.append(f"<i>{html.escape(message('no_more_hints', lang))}</i>")
+    return "".join(parts)
+
+
+def solution_html(exercise: Exercise) -> str:
+    """Render the reference implementation's source as a code block."""
+    source = exercise.solution_source()
+    lang = exercise.language
+    if not source:
+        return f"<i>{html.escape(message('solution_unavailable', lang))}</i>"
+    return (
+        f"<b>{html.escape(message('solution_heading', lang))}</b>"
+        f"<pre style='background:#f6f8fa;padding:0.5em'>{html.escape(source)}</pre>"
+    )
+
+
+class CheckPanel:
+    """A widget that checks one exercise and offers hints and the solution.
+
+    Parameters
+    ----------
+    exercise_id : str
+        The exercise, e.g. ``"mlp.relu"``.
+    answer : callable, optional
+        The learner's function. If it carries the exercise's function name
+        (or is omitted), every Check looks the name up again in
+        ``namespace``, so editing and re-running the function's cell and
+        pressing Check tests the new version.
+    namespace : mapping, optional
+        Where to look the function up (the notebook's globals).
+    run : bool
+        Check once right away (the panel then opens with a result).
+    """
+
+    def __init__(
+        self,
+        exercise_id: str,
+        answer: Callable | None = None,
+        *,
+        namespace: Mapping[str, Any] | None = None,
+        run: bool = True,
+    ) -> None:
+        self.exercise = get(exercise_id)
+        self.answer = answer
+        self.namespace = namespace
+        self.result: Result | None = None
+        self.hints_shown = 0
+        self.solution_visible = False
+        self.deferred = grading_mode()
+        lang = self.exercise.language
+        self.check_button = widgets.Button(
+            description=message("check", lang), button_style="primary", icon="check"
+        )
+        self.hint_button = widgets.Button(
+            description=message("hint", lang), icon="lightbulb-o",
+            disabled=not self.exercise.hints,
+        )
+        self.solution_button = widgets.Button(
+            description=message("show_solution", lang), icon="eye"
+        )
+        self.title = widgets.HTML(f"<b>{html.escape(self.exercise.title)}</b> "
+                                  f"<code>{html.escape(self.exercise.id)}</code>")
+        self.summary = widgets.HTML()
+        self.hints = widgets.HTML()
+        self.solution = widgets.HTML()
+        self.check_button.on_click(lambda _: self.run_check())
+        self.hint_button.on_click(lambda _: self.show_next_hint())
+        self.solution_button.on_click(lambda _: self.toggle_solution())
+        self.widget = widgets.VBox([
+            self.title,
+            widgets.HBox([self.check_button, self.hint_button, self.solution_button]),
+            self.summary,
+            self.hints,
+            self.solution,
+        ])
+        if self.deferred:
+            self.summary.value = html.escape(self.text())
+        elif run:
+            self.run_check()
+
+    def current_answer(self) -> Any:
+        """Return the function to check now: the latest definition of its name."""
+        name = self.exercise.function_name
+        named = self.answer is None or getattr(self.answer, "__name__", None) == name
+        if self.namespace is not None and named and name in self.namespace:
+            return self.namespace[name]
+        return self.answer
+
+    def run_check(self) -> Result:
+        """Check the current answer and show the result (the Check button)."""
+        self.result = check(self.exercise.id, self.current_answer())
+        self.summary.value = result_html(self.result)
+        return self.result
+
+    def show_next_hint(self) -> int:
+        """Reveal one more hint (the Hint button); return how many are shown."""
+        self.hints_shown = min(self.hints_shown + 1, len(self.exercise.hints) + 1)
+        self.hints.value = hints_html(self.exercise, self.hints_shown)
+        return self.hints_shown
+
+    def toggle_solution(self) -> bool:
+        """Show or hide the reference source (the Show-solution button)."""
+        self.solution_visible = not self.solution_visible
+        lang = self.exercise.language
+        self.solution.value = solution_html(self.exercise) if self.solution_visible \
+            else ""
+        self.solution_button.description = message(
+            "hide_solution" if self.solution_visible else "show_solution", lang
+        )
+        return self.solution_visible
+
+    def text(self) -> str:
+        """Return the panel's plain-text form: the result's summary line."""
+        if self.deferred:
+            return message("summary_deferred", self.exercise.language,
+                           id=self.exercise.id)
+        if self.result is None:
+            return f"{self.exercise.id}: {self.exercise.title}"
+        return self.result.summary()
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict:
+        data = dict(self.widget._repr_mimebundle_(**kwargs) or {})
+        data["text/plain"] = self.text()
+        return data
+
+
+def check_panel(
+    exercise_id: str, answer: Callable | None = None, *, run: bool = True
+) -> CheckPanel:
+    """Build a :class:`CheckPanel` for ``exercise_id``; display it in a notebook.
+
+    Parameters
+    ----------
+    exercise_id : str
+        The exercise, e.g. ``"mlp.relu"``.
+    answer : callable, optional
+        The learner's function; by default the caller's global of the
+        exercise's function name, looked up again at every Check.
+    run : bool
+        Check right away.
+
+    Returns
+    -------
+    CheckPanel
+        Shown as the widget in Jupyter, and as its summary line in plain text.
+    """
+    frame = inspect.currentframe()
+    caller = frame.f_back.f_globals if frame and frame.f_back else None
+    del frame
+    return CheckPanel(exercise_id, answer, namespace=caller, run=run)

@@ -1,0 +1,137 @@
+"""Matplotlib set-up shared by the chapters.
+
+Matplotlib's default font, DejaVu Sans, has no Chinese glyphs: a label such
+as "損失" is drawn as empty boxes, with only a ``UserWarning`` to say so.
+:func:`use_cjk_font` picks an installed CJK font once, for the whole kernel,
+so a chapter written in Chinese calls it right after importing matplotlib.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from matplotlib import font_manager, ft2font, rcParams
+
+from jaxcourse import CourseError
+
+__all__ = ["CJK_FONTS", "FontNotFoundError", "font_covers", "use_cjk_font"]
+
+#: CJK font families, most wanted first: Traditional-Chinese faces before the
+#: Simplified, Japanese and Korean ones (which draw some characters with other
+#: regional glyph shapes). The first is Debian's ``fonts-noto-cjk``; the others
+#: are what macOS, Windows and other Linux distributions ship.
+CJK_FONTS: tuple[str, ...] = (
+    "Noto Sans CJK TC",
+    "Noto Sans TC",
+    "Source Han Sans TC",
+    "PingFang TC",
+    "Microsoft JhengHei",
+    "Heiti TC",
+    "Noto Sans CJK HK",
+    "Noto Sans CJK SC",
+    "Source Han Sans SC",
+    "Microsoft YaHei",
+    "WenQuanYi Zen Hei",
+    "Noto Sans CJK JP",
+    "Noto Sans CJK KR",
+)
+
+# Characters a CJK font must draw for the course's figures (Traditional forms).
+_SAMPLE = "資料平行裝置損失準確率梯度"
+
+
+class FontNotFoundError(CourseError):
+    """No installed font can draw the Chinese text of a figure."""
+
+
+def _font_file(family: str) -> str | None:
+    """Return the file matplotlib would use for ``family``, or None."""
+    try:
+        return font_manager.findfont(
+            font_manager.FontProperties(family=family), fallback_to_default=False
+        )
+    except ValueError:
+        return None
+
+
+def font_covers(family: str, text: str = _SAMPLE) -> bool:
+    """Tell whether the installed font ``family`` has a glyph for every character.
+
+    Parameters
+    ----------
+    family : str
+        A font family name, e.g. ``"Noto Sans CJK TC"``.
+    text : str, optional
+        The characters to look up; by default a sample of Traditional Chinese.
+
+    Returns
+    -------
+    bool
+        False if the family is not installed or lacks a glyph (whitespace is
+        not checked).
+    """
+    path = _font_file(family)
+    if path is None:
+        return False
+    # The faces of a .ttc collection (TC, SC, JP...) cover the same
+    # characters, so the first face answers for all of them.
+    font = ft2font.FT2Font(path)
+    return all(font.get_char_index(ord(c)) != 0 for c in text if not c.isspace())
+
+
+def _register_new_system_fonts() -> None:
+    """Add fonts installed after matplotlib wrote its font cache.
+
+    Matplotlib lists the system fonts once and caches the list, so a font
+    installed later (``apt-get install fonts-noto-cjk`` after the first plot)
+    stays invisible until the cache is rebuilt. Adding the unknown files is
+    enough, and cheaper than rebuilding.
+    """
+    known = {entry.fname for entry in font_manager.fontManager.ttflist}
+    for path in font_manager.findSystemFonts():
+        if path not in known:
+            try:
+                font_manager.fontManager.addfont(path)
+            except (OSError, RuntimeError, ValueError):
+                continue  # an unreadable file is not ours to report
+
+
+def use_cjk_font(candidates: Sequence[str] = CJK_FONTS) -> str:
+    """Make matplotlib draw Chinese text with the first installed CJK font.
+
+    Call it once per kernel, before drawing. Latin letters, digits and the
+    minus sign still render (matplotlib falls back to DejaVu Sans for any
+    glyph the CJK font lacks).
+
+    Parameters
+    ----------
+    candidates : sequence of str, optional
+        Font families to try, in order; by default :data:`CJK_FONTS`.
+
+    Returns
+    -------
+    str
+        The family now used for sans-serif text, e.g. ``"Noto Sans CJK TC"``.
+
+    Raises
+    ------
+    FontNotFoundError
+        If none of ``candidates`` is installed with Chinese glyphs; the
+        message says how to install one.
+    """
+    for attempt in range(2):
+        for family in candidates:
+            if font_covers(family):
+                rest = [f for f in rcParams["font.sans-serif"] if f != family]
+                rcParams["font.sans-serif"] = [family, *rest]
+                rcParams["font.family"] = ["sans-serif"]
+                return family
+        if attempt == 0:
+            _register_new_system_fonts()
+    raise FontNotFoundError(
+        "No font that can draw Chinese text is installed (tried: "
+        + ", ".join(candidates)
+        + "). On Debian or Ubuntu run `sudo apt-get install fonts-noto-cjk` "
+        "(the course's `make setup` does it); on macOS or Windows the system "
+        "CJK fonts are found by themselves. Then restart the kernel."
+    )

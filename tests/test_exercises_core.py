@@ -1,0 +1,306 @@
+"""The exercise system's core: registry, check, time limits, messages, results."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcourse.exercises import (
+    Case,
+    Exercise,
+    Observation,
+    TimeLimitError,
+    by_chapter,
+    call_with_time_limit,
+    check,
+    exercise_ids,
+    get,
+    register,
+    unregister,
+)
+from jaxcourse.exercises.messages import MESSAGES, message
+
+
+def double(x):
+    return 2 * x
+
+
+@pytest.fixture()
+def demo():
+    """A tiny zh-Hant exercise registered for one test."""
+    exercise = Exercise(
+        id="demo.double",
+        title="加倍",
+        chapter="99_demo",
+        reference=double,
+        language="zh-Hant",
+        time_limit=0.5,
+        hints=["乘以 2。", "return 2 * x"],
+        cases=[
+            Case("double([1, 2])", lambda rng: (np.array([1.0, 2.0], np.float32),)),
+            Case("double 隨機向量",
+                 lambda rng: (rng.normal(size=5).astype(np.float32),)),
+            Case("jax.jit(double)", lambda rng: (np.ones(3, np.float32),),
+                 transform="jit"),
+        ],
+    )
+    register(exercise)
+    yield exercise
+    unregister("demo.double")
+
+
+# --- registry ---------------------------------------------------------------
+
+
+def test_registry_lists_chapter_one_by_id() -> None:
+    chapters = by_chapter()
+    assert chapters["01_mlp_tfds"] == [
+        "mlp.relu", "mlp.one_hot", "mlp.accuracy", "mlp.update"
+    ]
+    assert exercise_ids("01_mlp_tfds") == chapters["01_mlp_tfds"]
+    assert len(set(exercise_ids())) == len(exercise_ids())
+
+
+def test_every_exercise_is_complete() -> None:
+    for exercise_id in exercise_ids():
+        exercise = get(exercise_id)
+        assert exercise.id.startswith(exercise.topic + ".")
+        assert exercise.title and exercise.cases and exercise.hints
+        assert exercise.chapter
+        assert f"def {exercise.function_name}" in exercise.solution_source()
+
+
+def test_unknown_exercise_names_the_known_ones() -> None:
+    with pytest.raises(KeyError, match="mlp.relu"):
+        get("mlp.nope")
+
+
+def test_exercise_id_needs_a_topic() -> None:
+    with pytest.raises(ValueError, match="<topic>.<name>"):
+        Exercise(id="nodot", title="t", reference=double, cases=[])
+
+
+# --- check never raises because of the learner --------------------------------
+
+
+def _messages(result) -> str:
+    return " | ".join(result.messages)
+
+
+def test_not_attempted(demo) -> None:
+    def double(x):
+        raise NotImplementedError()
+
+    result = check("demo.double", double)
+    assert result.status == "not_attempted" and not result.passed
+    assert result.score == 0.0
+    assert result.summary() == "demo.double：尚未作答（0/3 項測試）"
+    assert all("尚未作答" in m for m in result.messages)
+
+
+def test_passing_answer_in_traditional_chinese(demo) -> None:
+    result = check("demo.double", lambda x: x + x)
+    assert result.passed and result.score == 1.0
+    assert result.summary() == "demo.double：3/3 項測試通過"
+    assert result.messages[0] == "double([1, 2])：通過"
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragment"),
+    [
+        (lambda x: None, "忘了 `return`"),
+        (lambda x: "two", "str"),
+        (lambda x: [x, x], "結構錯誤"),
+        (lambda x: x[:1] * 2, "形狀錯誤"),
+        (lambda x: (2 * x).astype(jnp.int32), "資料型別錯誤"),
+        (lambda x: x * jnp.nan, "NaN"),
+        (lambda x: 1 / 0, "ZeroDivisionError"),
+        (lambda x: exec("raise SystemExit(3)"), "SystemExit"),
+        (lambda x: float(x.sum()) * 2 * x, "jax.jit"),
+    ],
+)
+def test_bad_answers_become_failing_results(demo, answer, fragment) -> None:
+    result = check("demo.double", answer)
+    assert not result.passed
+    assert fragment in _messages(result)
+
+
+def test_not_callable(demo) -> None:
+    result = check("demo.double", 42)
+    assert result.score == 0.0
+    assert "int" in result.messages[0]
+
+
+def test_leaked_tracer(demo) -> None:
+    leaked = []
+
+    @jax.jit
+    def keep(x):
+        leaked.append(x)
+        return x
+
+    keep(jnp.ones(2))
+    result = check("demo.double", lambda x: leaked[0] * 2)
+    assert not result.passed
+    assert "tracer" in _messages(result).lower()
+
+
+def test_printing_and_warnings_are_hidden(demo, capsys) -> None:
+    import warnings
+
+    def noisy(x):
+        print("x" * 100_000)
+        warnings.warn("learner warning", UserWarning, stacklevel=1)
+        return 2 * x
+
+    assert check("demo.double", noisy).passed
+    assert capsys.readouterr().out == ""
+
+
+def test_mutating_an_input_is_named(demo) -> None:
+    def in_place(x):
+        x *= 2
+        return x
+
+    result = check("demo.double", in_place)
+    assert "直接修改了輸入" in result.messages[0]
+
+
+def test_feedback_is_reproducible(demo) -> None:
+    first = check("demo.double", lambda x: 3 * x).messages
+    assert check("demo.double", lambda x: 3 * x).messages == first
+
+
+# --- time limits --------------------------------------------------------------
+
+
+def _alarm_is_off() -> bool:
+    return signal.getitimer(signal.ITIMER_REAL)[0] == 0
+
+
+def test_time_limit_interrupts_a_python_loop(demo) -> None:
+    previous = signal.getsignal(signal.SIGALRM)
+
+    def forever(x):
+        while True:
+            pass
+
+    started = time.perf_counter()
+    result = check("demo.double", forever)
+    assert time.perf_counter() - started < 2.0
+    assert "0.5 秒" in result.messages[0]
+    assert "略過" in result.messages[1]  # later cases are skipped
+    assert _alarm_is_off() and signal.getsignal(signal.SIGALRM) is previous
+
+
+def test_time_limit_survives_code_that_swallows_the_interrupt() -> None:
+    def stubborn():
+        try:
+            while True:
+                pass
+        except BaseException:  # swallows the first interrupt...
+            pass
+        while True:  # ...so the timer fires again
+            pass
+
+    started = time.perf_counter()
+    with pytest.raises(TimeLimitError):
+        call_with_time_limit(stubborn, 0.2)
+    assert time.perf_counter() - started < 2.0
+    assert _alarm_is_off()
+
+
+def test_a_long_compiled_call_returns_control() -> None:
+    @jax.jit
+    def slow(x):
+        return jax.lax.fori_loop(0, 3_000_000, lambda i, v: jnp.sin(v) + 1e-3, x)
+
+    slow(jnp.float32(0)).block_until_ready()  # compile outside the limit
+    with pytest.raises(TimeLimitError):
+        call_with_time_limit(lambda: (slow(jnp.float32(1)).block_until_ready(),
+                                      [None for _ in range(10)]), 0.01)
+    assert _alarm_is_off()
+
+
+def test_results_pass_through_and_errors_propagate() -> None:
+    assert call_with_time_limit(lambda: 7, 1.0) == 7
+    with pytest.raises(ZeroDivisionError):
+        call_with_time_limit(lambda: 1 / 0, 1.0)
+    assert _alarm_is_off()
+
+
+def test_time_limit_without_signals_in_another_thread() -> None:
+    outcome = {}
+
+    def worker():
+        try:
+            call_with_time_limit(lambda: time.sleep(5), 0.2)
+        except TimeLimitError as err:
+            outcome["seconds"] = err.seconds
+        outcome["value"] = call_with_time_limit(lambda: 5, 1.0)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join(3)
+    assert outcome == {"seconds": 0.2, "value": 5}
+
+
+# --- plain data ----------------------------------------------------------------
+
+
+def test_observation_round_trips_through_json() -> None:
+    from jaxcourse.exercises.core import Node, _to_value
+
+    value = _to_value([(np.arange(3, dtype=np.int32), jnp.ones((2, 2))), {"a": 1.5}])
+    observed = Observation("value", value=value, mutated=0, printed=4)
+    back = Observation.from_json(observed.to_json())
+    assert isinstance(back.value, Node) and back.value.kind == "list"
+    np.testing.assert_array_equal(back.value.items[0].items[0], np.arange(3))
+    assert back.value.items[0].items[1].dtype == np.float32
+
+
+def test_observation_json_is_decoded_strictly() -> None:
+    forged = Observation("value", value=np.zeros(2)).to_json()
+    forged["value"]["dtype"] = "object"
+    with pytest.raises(ValueError, match="dtype"):
+        Observation.from_json(forged)
+    with pytest.raises(ValueError):
+        Observation.from_json({**forged, "kind": "passed"})
+
+
+def test_every_message_exists_in_both_languages() -> None:
+    assert set(MESSAGES["en"]) == set(MESSAGES["zh-Hant"])
+    assert message("check", "zh-Hant") == "檢查"
+    assert message("hint", "zh-Hant") == "提示"
+    assert message("show_solution", "zh-Hant") == "顯示解答"
+    with pytest.raises(ValueError):
+        message("check", "fr")
+
+
+def test_extract_checks_a_property_of_the_output() -> None:
+    def rows(x):
+        return jnp.sum(x, axis=1)
+
+    register(Exercise(
+        id="demo.rows", title="rows", reference=rows,
+        cases=[Case("rank of rows(x)", lambda rng: (np.ones((3, 4), np.float32),),
+                    extract=lambda out: np.asarray(out.ndim))],
+    ))
+    try:
+        assert check("demo.rows", lambda x: jnp.sum(x, axis=0)).passed  # same rank
+        result = check("demo.rows", lambda x: x)
+        assert "expected 1, got 2" in result.messages[0]
+        assert "AttributeError" in check("demo.rows", lambda x: [1]).messages[0]
+    finally:
+        unregister("demo.rows")
+
+
+def test_none_is_a_missing_function(demo) -> None:
+    result = check("demo.double", None)
+    assert result.messages[0] == "double([1, 2])：找不到名為 `double` 的函式"

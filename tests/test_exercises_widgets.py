@@ -1,0 +1,167 @@
+"""Widgets, headless: build them, set values, click, assert on state."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcourse.exercises import Case, Exercise, check_panel, register, unregister
+from jaxcourse.exercises.explorers import (
+    LearningRateExplorer,
+    plot_runs,
+    synthetic_subset,
+    train_curve,
+)
+from jaxcourse.exercises.widgets import CheckPanel, hints_html, result_html
+
+PNG = b"\x89PNG"
+
+
+def relu(x):
+    return jnp.maximum(0, x)
+
+
+def test_panel_checks_at_once_and_shows_the_summary() -> None:
+    panel = check_panel("mlp.relu", relu)
+    assert panel.result.passed
+    assert "mlp.relu: 5/5 tests passed" in panel.summary.value
+    assert [b.description for b in (panel.check_button, panel.hint_button,
+                                     panel.solution_button)] == [
+        "Check", "Hint", "Show solution"]
+
+
+def test_text_form_is_deterministic() -> None:
+    panel = check_panel("mlp.relu", relu)
+    bundle = panel._repr_mimebundle_()
+    assert bundle["text/plain"] == "mlp.relu: 5/5 tests passed"
+    assert repr(panel) == "mlp.relu: 5/5 tests passed"
+
+
+def test_check_button_picks_up_the_edited_function() -> None:
+    namespace = {"relu": lambda x: jnp.minimum(0, x)}
+    namespace["relu"].__name__ = "relu"
+    panel = CheckPanel("mlp.relu", namespace["relu"], namespace=namespace)
+    assert not panel.result.passed
+    assert "minimum instead of maximum" in panel.summary.value
+
+    def relu(x):  # the learner edits and re-runs the cell
+        return jnp.maximum(0, x)
+
+    namespace["relu"] = relu
+    panel.check_button.click()
+    assert panel.result.passed
+    assert "5/5" in panel.summary.value
+
+
+def test_check_panel_finds_the_function_by_name() -> None:
+    panel = check_panel("mlp.relu")  # looks up `relu` in this module's globals
+    assert panel.result.passed
+
+
+def test_hint_button_reveals_hints_one_at_a_time() -> None:
+    panel = check_panel("mlp.relu", relu, run=False)
+    assert panel.result is None and panel.hints.value == ""
+    hints = panel.exercise.hints
+    for shown in range(1, len(hints) + 1):
+        panel.hint_button.click()
+        assert panel.hints_shown == shown
+        assert hints[shown - 1].replace("'", "&#x27;") in panel.hints.value
+        assert f"Hint {shown} of {len(hints)}" in panel.hints.value
+        if shown < len(hints):
+            assert hints[shown].replace("'", "&#x27;") not in panel.hints.value
+    panel.hint_button.click()
+    assert "No more hints." in panel.hints.value
+
+
+def test_solution_button_toggles_the_reference_source() -> None:
+    panel = check_panel("mlp.one_hot", run=False)
+    panel.solution_button.click()
+    assert panel.solution_visible
+    assert "def one_hot(x, k, dtype=jnp.float32):" in panel.solution.value
+    assert panel.solution_button.description == "Hide solution"
+    panel.solution_button.click()
+    assert panel.solution.value == ""
+    assert panel.solution_button.description == "Show solution"
+
+
+def test_not_attempted_panel() -> None:
+    def relu(x):
+        raise NotImplementedError()
+
+    panel = CheckPanel("mlp.relu", relu)
+    assert panel.text() == "mlp.relu: not attempted yet (0/5 tests)"
+    assert "not attempted" in result_html(panel.result)
+
+
+def test_traditional_chinese_panel() -> None:
+    def triple(x):
+        return 3 * x
+
+    register(Exercise(
+        id="demo.triple", title="三倍", reference=triple, language="zh-Hant",
+        hints=["乘以 3。"],
+        cases=[Case("triple([1, 2])", lambda rng: (np.array([1.0, 2.0]),))],
+    ))
+    try:
+        panel = CheckPanel("demo.triple", lambda x: 2 * x)
+        labels = [b.description for b in (panel.check_button, panel.hint_button,
+                                          panel.solution_button)]
+        assert labels == ["檢查", "提示", "顯示解答"]
+        assert panel.text() == "demo.triple：0/1 項測試通過"
+        panel.hint_button.click()
+        assert "提示 1／1" in panel.hints.value
+        panel.solution_button.click()
+        assert panel.solution_button.description == "隱藏解答"
+        assert hints_html(panel.exercise, 2).endswith("<i>沒有更多提示了。</i>")
+    finally:
+        unregister("demo.triple")
+
+
+def test_panels_defer_while_grading(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAXCOURSE_GRADING", "1")
+    panel = check_panel("mlp.relu", relu)
+    assert panel.result is None
+    assert panel.text() == "mlp.relu: graded separately"
+    explorer = LearningRateExplorer()
+    assert explorer.runs == [] and explorer.subset is None
+
+
+# ---- the learning-rate explorer ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def subset():
+    return synthetic_subset(n_train=256, n_test=64)
+
+
+def test_train_curve_learns(subset) -> None:
+    run = train_curve(subset, 0.1, 128, steps=40)
+    assert run.losses.shape == (40,)
+    assert run.losses[-10:].mean() < run.losses[:10].mean()
+    assert 0.0 <= run.test_accuracy <= 1.0
+    assert plot_runs([run]).startswith(PNG)
+
+
+def test_sliders_retrain_and_redraw(subset) -> None:
+    explorer = LearningRateExplorer(subset, steps=40)
+    assert len(explorer.runs) == 1 and bytes(explorer.image.value).startswith(PNG)
+    first = explorer.image.value
+    explorer.learning_rate.value = 0.01
+    assert len(explorer.runs) == 2 and explorer.runs[-1].learning_rate == 0.01
+    assert explorer.image.value != first
+    explorer.batch_size.value = 8
+    assert explorer.runs[-1].batch_size == 8 and len(explorer.runs) == 3
+    assert "lr=0.01, batch=8" in explorer.status.value
+    explorer.clear_button.click()
+    assert len(explorer.runs) == 1
+    assert explorer._repr_mimebundle_()["text/plain"] == (
+        "Learning-rate explorer: 40 SGD steps per run; move a slider to retrain."
+    )
+
+
+def test_explorer_keeps_the_last_runs(subset) -> None:
+    explorer = LearningRateExplorer(subset, steps=40, keep=2)
+    for value in (0.02, 0.05, 0.2):
+        explorer.learning_rate.value = value
+    assert [r.learning_rate for r in explorer.runs] == [0.05, 0.2]
