@@ -26,6 +26,11 @@ class CourseError(Exception):
     started too early reads as a one-line instruction.
     """
 
+    def _render_traceback_(self) -> list[str]:
+        # IPython calls this instead of printing a traceback: the learner sees
+        # the problem and its fix, not the helper's internals (or its paths).
+        return [f"{type(self).__name__}: {self}"]
+
 
 def _preload_triton() -> None:
     """Load Triton before TensorFlow can be imported.
