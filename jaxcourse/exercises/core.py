@@ -181,6 +181,10 @@ class Exercise:
         Seconds one case may run before it counts as hanging.
     function_name : str, optional
         The learner's function name; by default the reference's.
+    devices : int
+        How many JAX devices its cases need (e.g. 8 for a 4x2 mesh). The
+        grader gives its processes that many simulated CPU devices, with
+        :func:`jaxcourse.devices.use_cpu_devices`, before JAX starts.
     """
 
     id: str
@@ -193,6 +197,7 @@ class Exercise:
     language: str = "en"
     time_limit: float = 5.0
     function_name: str | None = None
+    devices: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cases", tuple(self.cases))

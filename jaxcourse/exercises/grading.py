@@ -334,6 +334,13 @@ def grade(
     if exercises is None:
         exercises = exercise_ids(chapter or _infer_chapter(paths))
     ids = list(exercises)
+    # Exercises on a mesh need their devices before JAX starts, here for the
+    # references and, through XLA_FLAGS, in every submission's process.
+    needed = max((get(i).devices for i in ids), default=1)
+    if needed > 1:
+        from jaxcourse.devices import use_cpu_devices
+
+        use_cpu_devices(needed)
     # The reference outputs, computed before any submission runs.
     expected = {i: reference_observations(get(i)) for i in ids}
     fingerprint = _course_fingerprint()

@@ -1,0 +1,429 @@
+"""Reference code for chapter 4's exercises: layouts on a mesh of 8 devices.
+
+Importing this module registers the exercises ``sharding.spec_for_target``,
+``sharding.shard_batch``, ``sharding.shard_mlp_2d`` and
+``sharding.make_hidden_layer`` with :mod:`jaxcourse.exercises`. Their cases
+need 8 devices (``use_cpu_devices(8)`` before JAX starts); importing does not.
+
+A layout is compared as plain data: for every device, in id order, the
+``(start, stop)`` of the slice it holds in each dimension (:func:`layout`).
+Two shardings with the same layout are the same answer, however the
+``PartitionSpec`` is spelled (``P("a")`` and ``P("a", None)`` agree).
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from jaxcourse.devices import DeviceSetupError
+from jaxcourse.exercises import Case, Exercise, Mistake, register
+from jaxcourse.exercises.sharding_explorer import COLLECTIVES, collective_counts
+
+CHAPTER = "04_distributed_arrays"
+DEVICES = 8
+
+
+# --------------------------------------------------------------------------
+# Helpers shared by the checks (and the notebook)
+# --------------------------------------------------------------------------
+
+
+def make_mesh(shape: tuple[int, ...], names: tuple[str, ...]) -> jax.sharding.Mesh:
+    """Build an ``Auto`` mesh, or say clearly that the devices are missing."""
+    needed = int(np.prod(shape))
+    devices = jax.devices()
+    if len(devices) < needed:
+        # One GPU beside use_cpu_devices(8): the simulated CPU devices will do.
+        devices = jax.devices("cpu")
+    if len(devices) < needed:
+        raise DeviceSetupError(
+            f"this exercise needs {needed} devices and JAX has {len(devices)}: "
+            f"restart the kernel and run the first cell (use_cpu_devices({needed})) "
+            "first"
+        )
+    return jax.make_mesh(shape, names, axis_types=(AxisType.Auto,) * len(shape),
+                         devices=devices[:needed])
+
+
+def layout(array: jax.Array) -> np.ndarray:
+    """Return where each piece of ``array`` lives, as an int array.
+
+    Shape ``(devices, ndim, 2)``: for device ``d`` (in id order) and dimension
+    ``k``, the start and stop of the slice device ``d`` holds.
+    """
+    if not isinstance(array, jax.Array):
+        raise TypeError(f"got a {type(array).__name__}, not a jax.Array placed on "
+                        "the mesh: use jax.device_put with a NamedSharding")
+    sharding = array.sharding
+    index_map = sharding.devices_indices_map(array.shape)
+    rows = []
+    for device in sorted(index_map, key=lambda d: d.id):
+        index = index_map[device]
+        # slice(None) means "all of it": indices() turns it into (0, n, 1).
+        rows.append([s.indices(n)[:2] for s, n in zip(index, array.shape, strict=True)])
+    return np.array(rows, dtype=np.int32).reshape(len(rows), array.ndim, 2)
+
+
+# --------------------------------------------------------------------------
+# Reference solutions
+# --------------------------------------------------------------------------
+
+
+def spec_for_target():
+    """Return the target's spec: rows 2 ways over "b", columns 4 ways over "a"."""
+    return P("b", "a")
+
+
+def shard_batch(params, batch, mesh):
+    """Split the batch by rows over "batch" and replicate the parameters."""
+    params = jax.device_put(params, NamedSharding(mesh, P()))
+    batch = jax.device_put(batch, NamedSharding(mesh, P("batch")))
+    return params, batch
+
+
+def shard_mlp_2d(params, batch, mesh):
+    """Lay an MLP out for 4x2 data + model parallelism on ("batch", "model")."""
+    specs = [
+        (P(), P()),                      # first layer: replicated
+        (P(None, "model"), P("model")),  # split by columns, bias with them
+        (P("model", None), P()),         # split by rows
+        (P(), P()),                      # last layer: replicated
+    ]
+    params = [
+        (jax.device_put(w, NamedSharding(mesh, w_spec)),
+         jax.device_put(b, NamedSharding(mesh, b_spec)))
+        for (w, b), (w_spec, b_spec) in zip(params, specs, strict=True)
+    ]
+    batch = jax.device_put(batch, NamedSharding(mesh, P("batch")))
+    return params, batch
+
+
+def make_hidden_layer(mesh):
+    """Return a jitted relu(x @ w) whose output is split over both mesh axes."""
+    @jax.jit
+    def hidden_layer(x, w):
+        h = jax.nn.relu(x @ w)
+        return jax.lax.with_sharding_constraint(
+            h, NamedSharding(mesh, P("batch", "model")))
+
+    return hidden_layer
+
+
+# --------------------------------------------------------------------------
+# Checker specs
+# --------------------------------------------------------------------------
+
+
+def _mesh_2d(names: tuple[str, str] = ("a", "b")) -> jax.sharding.Mesh:
+    return make_mesh((4, 2), names)
+
+
+def _placed(spec_shape: tuple[int, int]):
+    """Extract: the layout of a spec_shape array placed with the returned spec."""
+    def extract(spec):
+        if not isinstance(spec, P):
+            raise TypeError(f"expected a PartitionSpec, got {type(spec).__name__}")
+        mesh = _mesh_2d()
+        array = jax.device_put(np.zeros(spec_shape, np.float32),
+                               NamedSharding(mesh, spec))
+        return layout(array)
+
+    return extract
+
+
+def draw_target(shape: tuple[int, int] = (8, 8)) -> None:
+    """Draw the layout ``spec_for_target`` must produce on the 4x2 mesh."""
+    array = jax.device_put(np.zeros(shape, np.float32),
+                           NamedSharding(_mesh_2d(), spec_for_target()))
+    jax.debug.visualize_array_sharding(array)
+
+
+def _mlp(sizes: list[int], n: int):
+    def make(rng: np.random.Generator) -> tuple:
+        params = [
+            (rng.normal(size=(m, k)).astype(np.float32),
+             rng.normal(size=(k,)).astype(np.float32))
+            for m, k in zip(sizes[:-1], sizes[1:], strict=True)
+        ]
+        batch = (rng.normal(size=(n, sizes[0])).astype(np.float32),
+                 rng.normal(size=(n, sizes[-1])).astype(np.float32))
+        return params, batch
+
+    return make
+
+
+def _with_mesh(make, shape: tuple[int, ...], names: tuple[str, ...]):
+    return lambda rng: (*make(rng), make_mesh(shape, names))
+
+
+def _values(out) -> tuple:
+    return tuple(np.asarray(leaf) for leaf in jax.tree.leaves(out))
+
+
+def _param_layouts(out) -> tuple:
+    params, _ = out
+    return tuple(layout(leaf) for leaf in jax.tree.leaves(params))
+
+
+def _batch_layouts(out) -> tuple:
+    _, batch = out
+    return tuple(layout(leaf) for leaf in jax.tree.leaves(batch))
+
+
+DP_SIZES, DP_BATCH = [16, 8, 8], 32
+MP_SIZES, MP_BATCH = [12, 16, 16, 8, 4], 16
+
+
+def _shard_all(params, batch, mesh):
+    everything = NamedSharding(mesh, P("batch"))
+    return jax.device_put(params, everything), jax.device_put(batch, everything)
+
+
+def _replicate_all(params, batch, mesh):
+    everywhere = NamedSharding(mesh, P())
+    return jax.device_put(params, everywhere), jax.device_put(batch, everywhere)
+
+
+def _batch_by_columns(params, batch, mesh):
+    return (jax.device_put(params, NamedSharding(mesh, P())),
+            jax.device_put(batch, NamedSharding(mesh, P(None, "batch"))))
+
+
+def _mlp_2d_with(specs, batch_spec):
+    def place(params, batch, mesh):
+        params = [
+            (jax.device_put(w, NamedSharding(mesh, ws)),
+             jax.device_put(b, NamedSharding(mesh, bs)))
+            for (w, b), (ws, bs) in zip(params, specs, strict=True)
+        ]
+        return params, jax.device_put(batch, NamedSharding(mesh, batch_spec))
+
+    return place
+
+
+_REPLICATED = (P(), P())
+_SWAPPED = _mlp_2d_with(
+    [_REPLICATED, (P("model", None), P()), (P(None, "model"), P("model")),
+     _REPLICATED], P("batch"))
+_BIAS_REPLICATED = _mlp_2d_with(
+    [_REPLICATED, (P(None, "model"), P()), (P("model", None), P()), _REPLICATED],
+    P("batch"))
+_MODEL_REPLICATED = _mlp_2d_with([_REPLICATED] * 4, P("batch"))
+_BATCH_OVER_MODEL = _mlp_2d_with(
+    [_REPLICATED, (P(None, "model"), P("model")), (P("model", None), P()),
+     _REPLICATED], P("model"))
+_BATCH_OVER_BOTH = _mlp_2d_with(
+    [_REPLICATED, (P(None, "model"), P("model")), (P("model", None), P()),
+     _REPLICATED], P(("batch", "model")))
+
+
+HIDDEN_IN, HIDDEN_OUT, HIDDEN_BATCH = 12, 8, 16
+
+
+def _hidden_inputs():
+    rng = np.random.default_rng(4)
+    mesh = _mesh_2d(("batch", "model"))
+    x = jax.device_put(rng.normal(size=(HIDDEN_BATCH, HIDDEN_IN)).astype(np.float32),
+                       NamedSharding(mesh, P("batch", None)))
+    w = jax.device_put(rng.normal(size=(HIDDEN_IN, HIDDEN_OUT)).astype(np.float32),
+                       NamedSharding(mesh, P()))
+    return x, w
+
+
+def _hidden_values(layer) -> np.ndarray:
+    return np.asarray(layer(*_hidden_inputs()))
+
+
+def _hidden_layout(layer) -> np.ndarray:
+    return layout(layer(*_hidden_inputs()))
+
+
+def _hidden_collectives(layer) -> np.ndarray:
+    return collective_counts(layer, *_hidden_inputs())
+
+
+def _layer_with(x_spec=None, w_spec=None, h_spec=None):
+    def make(mesh):
+        def hidden_layer(x, w):
+            if x_spec is not None:
+                x = jax.lax.with_sharding_constraint(x, NamedSharding(mesh, x_spec))
+            if w_spec is not None:
+                w = jax.lax.with_sharding_constraint(w, NamedSharding(mesh, w_spec))
+            h = jax.nn.relu(x @ w)
+            if h_spec is not None:
+                h = jax.lax.with_sharding_constraint(h, NamedSharding(mesh, h_spec))
+            return h
+
+        return jax.jit(hidden_layer)
+
+    return make
+
+
+def _hidden_mesh(rng: np.random.Generator) -> tuple:
+    return (_mesh_2d(("batch", "model")),)
+
+
+COLLECTIVES_TEXT = ", ".join(COLLECTIVES)
+
+register(
+    Exercise(
+        id="sharding.spec_for_target",
+        title="The PartitionSpec of a drawn layout",
+        chapter=CHAPTER,
+        devices=DEVICES,
+        reference=spec_for_target,
+        cases=[
+            Case("an (8, 8) array placed with your spec on the 4x2 mesh "
+                 "('a', 'b') has the target layout (slices per device)",
+                 lambda rng: (), extract=_placed((8, 8))),
+            Case("a (16, 32) array placed with your spec has the target layout",
+                 lambda rng: (), extract=_placed((16, 32))),
+        ],
+        hints=[
+            "Read the drawing: how many pieces do the rows fall into, and how "
+            "many the columns? Mesh axis 'a' has 4 devices, 'b' has 2.",
+            "The first entry of a PartitionSpec is about the rows (dimension 0), "
+            "the second about the columns; each entry names the mesh axis that "
+            "dimension is split over.",
+            "Rows in 2 pieces means dimension 0 is split over 'b'; columns in 4 "
+            "pieces means dimension 1 is split over 'a'.",
+        ],
+        mistakes=[
+            Mistake("the spec looks transposed: the first entry is about the rows, "
+                    "the second about the columns", lambda: P("a", "b")),
+            Mistake("every device holds the whole array: P() replicates instead of "
+                    "sharding", lambda: P()),
+            Mistake("only the columns are split: the rows must be split too",
+                    lambda: P(None, "a")),
+            Mistake("only the rows are split: the columns must be split too",
+                    lambda: P("b", None)),
+            Mistake("the rows are split over both mesh axes (8 ways); the target "
+                    "splits rows 2 ways and columns 4 ways",
+                    lambda: P(("a", "b"), None)),
+        ],
+    ),
+    Exercise(
+        id="sharding.shard_batch",
+        title="Data parallelism: shard the batch, replicate the parameters",
+        chapter=CHAPTER,
+        devices=DEVICES,
+        reference=shard_batch,
+        cases=[
+            Case("shard_batch(params, batch, mesh) returns the same values "
+                 f"(MLP {DP_SIZES}, batch {DP_BATCH}, 8-device mesh 'batch')",
+                 _with_mesh(_mlp(DP_SIZES, DP_BATCH), (8,), ("batch",)),
+                 extract=_values),
+            Case("every weight and bias is replicated: each device holds all of it",
+                 _with_mesh(_mlp(DP_SIZES, DP_BATCH), (8,), ("batch",)),
+                 extract=_param_layouts),
+            Case("inputs and targets are split by rows (examples), 4 per device",
+                 _with_mesh(_mlp(DP_SIZES, DP_BATCH), (8,), ("batch",)),
+                 extract=_batch_layouts),
+        ],
+        hints=[
+            "jax.device_put accepts a whole pytree and one sharding for all of "
+            "its leaves.",
+            "NamedSharding(mesh, P()) replicates; NamedSharding(mesh, P('batch')) "
+            "splits dimension 0 (the examples) over the mesh axis 'batch'.",
+            "Return (jax.device_put(params, NamedSharding(mesh, P())), "
+            "jax.device_put(batch, NamedSharding(mesh, P('batch')))).",
+        ],
+        mistakes=[
+            Mistake("the parameters are split too: in data parallelism every "
+                    "device holds all of them (P())", _shard_all),
+            Mistake("the batch is replicated instead of sharded: every device "
+                    "would process all examples", _replicate_all),
+            Mistake("the batch is split by columns (features), not by rows "
+                    "(examples): the spec looks transposed", _batch_by_columns),
+        ],
+    ),
+    Exercise(
+        id="sharding.shard_mlp_2d",
+        title="4x2 data and model parallelism",
+        chapter=CHAPTER,
+        devices=DEVICES,
+        reference=shard_mlp_2d,
+        cases=[
+            Case("shard_mlp_2d(params, batch, mesh) returns the same values "
+                 f"(MLP {MP_SIZES}, batch {MP_BATCH}, 4x2 mesh "
+                 "('batch', 'model'))",
+                 _with_mesh(_mlp(MP_SIZES, MP_BATCH), (4, 2), ("batch", "model")),
+                 extract=_values),
+            Case("the weights and biases have the layouts of the 4x2 scheme",
+                 _with_mesh(_mlp(MP_SIZES, MP_BATCH), (4, 2), ("batch", "model")),
+                 extract=_param_layouts),
+            Case("inputs and targets are split by rows over 'batch' (4 ways) and "
+                 "replicated over 'model'",
+                 _with_mesh(_mlp(MP_SIZES, MP_BATCH), (4, 2), ("batch", "model")),
+                 extract=_batch_layouts),
+        ],
+        hints=[
+            "Place each leaf with its own NamedSharding: a list comprehension "
+            "over the four (W, b) pairs and a list of four (W spec, b spec) "
+            "pairs does it.",
+            "Layer 1 (the second) is split by columns: W gets P(None, 'model') "
+            "and its bias, one entry per column, P('model'). Layer 2 is split by "
+            "rows: W gets P('model', None) and its bias stays P().",
+            "The batch is split over 'batch' only: P('batch'). Layers 0 and 3 "
+            "stay replicated: P().",
+        ],
+        mistakes=[
+            Mistake("layers 1 and 2 look swapped (transposed specs): layer 1 is "
+                    "split by columns, layer 2 by rows", _SWAPPED),
+            Mistake("layer 1's bias is replicated: it belongs to the columns of W, "
+                    "so split it with them, P('model')", _BIAS_REPLICATED),
+            Mistake("no weight is split: that replicates the model instead of "
+                    "sharding it (data parallelism only)", _MODEL_REPLICATED),
+            Mistake("the batch is split over the wrong mesh axis: 'model' instead "
+                    "of 'batch'", _BATCH_OVER_MODEL),
+            Mistake("the batch is split over both mesh axes (8 ways); here it is "
+                    "split 4 ways over 'batch' only", _BATCH_OVER_BOTH),
+        ],
+    ),
+    Exercise(
+        id="sharding.make_hidden_layer",
+        title="A sharding constraint inside jit",
+        chapter=CHAPTER,
+        devices=DEVICES,
+        reference=make_hidden_layer,
+        cases=[
+            Case(f"hidden_layer(x, w) = relu(x @ w) for x ({HIDDEN_BATCH}, "
+                 f"{HIDDEN_IN}) split over 'batch' and a replicated w "
+                 f"({HIDDEN_IN}, {HIDDEN_OUT})",
+                 _hidden_mesh, extract=_hidden_values),
+            Case("its output is laid out as P('batch', 'model') "
+                 "(slices per device)",
+                 _hidden_mesh, extract=_hidden_layout),
+            Case("the compiled program has no collectives (counts of "
+                 f"{COLLECTIVES_TEXT})",
+                 _hidden_mesh, extract=_hidden_collectives),
+        ],
+        hints=[
+            "Compute h = jax.nn.relu(x @ w) inside a jitted function, then state "
+            "where h must live with jax.lax.with_sharding_constraint.",
+            "The constraint's sharding is NamedSharding(mesh, P('batch', 'model')): "
+            "rows over 'batch', columns (hidden units) over 'model'.",
+            "Constrain only the result. Every device already holds its rows of x "
+            "and all of w, so it can compute its block of h without any "
+            "communication.",
+        ],
+        mistakes=[
+            Mistake("the output keeps the layout the compiler chose: did you forget "
+                    "the with_sharding_constraint (or not return its result)?",
+                    _layer_with()),
+            Mistake("the constraint's spec looks transposed: rows over 'batch', "
+                    "columns over 'model'", _layer_with(h_spec=P("model", "batch"))),
+            Mistake("the constraint replicates the output (P()), which costs an "
+                    "all-gather", _layer_with(h_spec=P())),
+            Mistake("you split x's columns, the contracted dimension of x @ w: the "
+                    "partial products then need an all-reduce",
+                    _layer_with(x_spec=P("batch", "model"))),
+            Mistake("you split w's rows, the contracted dimension of x @ w: that "
+                    "makes the compiler move data between devices",
+                    _layer_with(w_spec=P("model", None), h_spec=P("batch", "model"))),
+        ],
+    ),
+)
