@@ -1,0 +1,345 @@
+"""Reference code for chapter 3's exercises: batching a Bayesian model, and its ELBO.
+
+Importing this module registers the exercises ``bayes.batched_log_joint``,
+``bayes.vmapped_log_joint``, ``bayes.sample_betas`` and
+``bayes.elbo_value_and_grad`` with :mod:`jaxcourse.exercises`.
+
+The model is chapter 3's Bayesian logistic regression, with one change: the
+data are arguments (``all_x``, ``y``) instead of globals, so the checks can
+feed their own seeded data sets, and ``vmap`` has something to *not* batch.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import jax.scipy as jsp
+import numpy as np
+
+from jaxcourse.exercises import Case, Exercise, Mistake, register
+
+CHAPTER = "03_vmap_bayesian"
+VI_PRIOR_SCALE = 10.0  # the chapter widens the prior for variational inference
+
+
+def log_joint(beta, all_x, y, prior_scale=1.0):
+    """Log prior + log likelihood of logistic regression, for ONE ``beta``."""
+    result = jnp.sum(jsp.stats.norm.logpdf(beta, loc=0.0, scale=prior_scale))
+    signs = 2 * y - 1
+    result = result + jnp.sum(-jax.nn.softplus(-signs * jnp.dot(all_x, beta)))
+    return result
+
+
+# --------------------------------------------------------------------------
+# Reference solutions
+# --------------------------------------------------------------------------
+
+
+def batched_log_joint(beta, all_x, y):
+    """``log_joint`` for a batch of betas, shape ``(batch, features)``, by hand."""
+    result = jnp.sum(jsp.stats.norm.logpdf(beta, loc=0.0, scale=1.0), axis=-1)
+    signs = 2 * y - 1
+    logits = jnp.dot(all_x, beta.T).T  # (batch, points)
+    result = result + jnp.sum(-jax.nn.softplus(-signs * logits), axis=-1)
+    return result
+
+
+def vmapped_log_joint(betas, all_x, y, prior_scale=1.0):
+    """``log_joint`` of every row of ``betas`` on the same data, with ``jax.vmap``."""
+    batched = jax.vmap(log_joint, in_axes=(0, None, None, None))
+    return batched(betas, all_x, y, prior_scale)
+
+
+def sample_betas(key, beta_loc, beta_log_scale, num_samples):
+    """``num_samples`` reparameterized draws from N(loc, exp(log_scale)**2)."""
+    epsilon = jax.random.normal(key, (num_samples, beta_loc.shape[0]))
+    return beta_loc + jnp.exp(beta_log_scale) * epsilon
+
+
+def elbo_value_and_grad(beta_loc, beta_log_scale, epsilon, all_x, y):
+    """Return the ELBO estimate and its gradients w.r.t. loc and log-scale."""
+
+    def elbo(loc, log_scale):
+        beta_sample = loc + jnp.exp(log_scale) * epsilon
+        log_joints = jax.vmap(log_joint, in_axes=(0, None, None, None))(
+            beta_sample, all_x, y, VI_PRIOR_SCALE)
+        entropy = jnp.sum(log_scale + 0.5 * jnp.log(2 * jnp.pi * jnp.e))
+        return jnp.mean(log_joints) + entropy
+
+    return jax.value_and_grad(elbo, argnums=(0, 1))(beta_loc, beta_log_scale)
+
+
+# --------------------------------------------------------------------------
+# Checker specs
+# --------------------------------------------------------------------------
+
+
+def chapter_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.random.RandomState]:
+    """Chapter 3's data set: ``(true_beta, all_x, y, rng)`` from RandomState(10009)."""
+    rng = np.random.RandomState(10009)
+    true_beta = rng.randn(10).astype(np.float32)
+    all_x = rng.randn(100, 10).astype(np.float32)
+    probs = 1 / (1 + np.exp(-(all_x @ true_beta)))
+    y = (rng.rand(100) < probs).astype(np.int32)
+    return true_beta, all_x, y, rng
+
+
+def _chapter_betas(rng: np.random.Generator) -> tuple:
+    _, all_x, y, stream = chapter_data()
+    stream.randn(10)  # the chapter's test_beta comes first
+    return stream.randn(10, 10).astype(np.float32), all_x, y
+
+
+def _problem(batch: int, features: int, points: int):
+    def make(rng: np.random.Generator, n: int | None = None) -> tuple:
+        betas = rng.normal(size=(batch if n is None else n, features))
+        all_x = rng.normal(size=(points, features))
+        y = rng.integers(0, 2, size=points).astype(np.int32)
+        return betas.astype(np.float32), all_x.astype(np.float32), y
+
+    return make
+
+
+def _posterior(features: int, samples: int, *, key_seed: int = 0):
+    def make(rng: np.random.Generator) -> tuple:
+        loc = rng.normal(size=features).astype(np.float32)
+        log_scale = rng.normal(scale=0.5, size=features).astype(np.float32)
+        return jax.random.key(key_seed), loc, log_scale, samples
+
+    return make
+
+
+def _elbo_inputs(features: int, samples: int, points: int):
+    def make(rng: np.random.Generator) -> tuple:
+        loc = rng.normal(size=features).astype(np.float32)
+        log_scale = rng.normal(scale=0.3, size=features).astype(np.float32) - 1
+        epsilon = rng.normal(size=(samples, features)).astype(np.float32)
+        all_x = rng.normal(size=(points, features)).astype(np.float32)
+        y = rng.integers(0, 2, size=points).astype(np.int32)
+        return loc, log_scale, epsilon, all_x, y
+
+    return make
+
+
+def _chapter_elbo_inputs(rng: np.random.Generator) -> tuple:
+    _, all_x, y, _ = chapter_data()
+    epsilon = rng.normal(size=(128, 10)).astype(np.float32)
+    return np.zeros(10, np.float32), np.zeros(10, np.float32), epsilon, all_x, y
+
+
+# Known wrong answers, named when a learner's output matches theirs.
+
+
+def _no_axis(beta, all_x, y):
+    result = jnp.sum(jsp.stats.norm.logpdf(beta, 0.0, 1.0))
+    logits = jnp.dot(all_x, beta.T).T
+    return result + jnp.sum(-jax.nn.softplus(-(2 * y - 1) * logits))
+
+
+def _no_transpose(beta, all_x, y):
+    result = jnp.sum(jsp.stats.norm.logpdf(beta, 0.0, 1.0), axis=-1)
+    logits = jnp.dot(all_x, beta.T)  # (points, batch): the signs pair wrongly
+    return result + jnp.sum(-jax.nn.softplus(-(2 * y - 1) * logits), axis=-1)
+
+
+def _batch_axis(beta, all_x, y):
+    result = jnp.sum(jsp.stats.norm.logpdf(beta, 0.0, 1.0), axis=0)
+    logits = jnp.dot(all_x, beta.T).T
+    return result + jnp.sum(-jax.nn.softplus(-(2 * y - 1) * logits), axis=0)
+
+
+_ENTROPY_CONSTANT = 0.5 * np.log(2 * np.pi * np.e)
+
+
+def _elbo_variant(*, entropy_sign=1.0, reduce=jnp.mean, prior_scale=VI_PRIOR_SCALE,
+                  constant=_ENTROPY_CONSTANT, detached=False,
+                  argnums=(0, 1)):
+    def wrong(beta_loc, beta_log_scale, epsilon, all_x, y):
+        fixed = beta_loc + jnp.exp(beta_log_scale) * epsilon
+
+        def elbo(loc, log_scale):
+            sample = fixed if detached else loc + jnp.exp(log_scale) * epsilon
+            joints = jax.vmap(log_joint, in_axes=(0, None, None, None))(
+                sample, all_x, y, prior_scale)
+            entropy = jnp.sum(log_scale + constant)
+            return reduce(joints) + entropy_sign * entropy
+
+        return jax.value_and_grad(elbo, argnums=argnums)(beta_loc, beta_log_scale)
+
+    return wrong
+
+
+def _no_entropy(beta_loc, beta_log_scale, epsilon, all_x, y):
+    def elbo(loc, log_scale):
+        sample = loc + jnp.exp(log_scale) * epsilon
+        return jnp.mean(jax.vmap(log_joint, in_axes=(0, None, None, None))(
+            sample, all_x, y, VI_PRIOR_SCALE))
+
+    return jax.value_and_grad(elbo, argnums=(0, 1))(beta_loc, beta_log_scale)
+
+
+_ELBO_TOL = {"rtol": 1e-4, "atol": 1e-3}
+_LOG_JOINT_TOL = {"rtol": 2e-5, "atol": 1e-4}
+
+register(
+    Exercise(
+        id="bayes.batched_log_joint",
+        title="The log joint, batched by hand",
+        chapter=CHAPTER,
+        reference=batched_log_joint,
+        cases=[
+            Case("the chapter's data and its 10 test betas (10, 10) -> (10,)",
+                 _chapter_betas, dtype="kind", **_LOG_JOINT_TOL),
+            Case("5 betas, 8 features, 30 points -> (5,)", _problem(5, 8, 30),
+                 dtype="kind", **_LOG_JOINT_TOL),
+            Case("a batch of one beta -> shape (1,)", _problem(1, 4, 20), seed=1,
+                 dtype="kind", **_LOG_JOINT_TOL),
+            Case("6 betas, 6 features, 6 points: shapes that broadcast even when "
+                 "the axes are wrong", _problem(6, 6, 6), seed=2, dtype="kind",
+                 **_LOG_JOINT_TOL),
+            Case("jax.jit(batched_log_joint) on 7 betas", _problem(7, 5, 40),
+                 seed=3, transform="jit", dtype="kind", **_LOG_JOINT_TOL),
+            Case("no Python loop over the betas (traced with 4 and 32)",
+                 _problem(4, 5, 20), transform="vectorized"),
+        ],
+        hints=[
+            "beta now has shape (batch, features). Each line of log_joint must "
+            "keep the batch axis and reduce only over features or points.",
+            "jnp.dot(all_x, beta.T) has shape (points, batch); transpose it to "
+            "(batch, points) so the (points,) signs broadcast along the last axis.",
+            "Both sums need axis=-1: without it they add up the whole batch into "
+            "one number.",
+        ],
+        mistakes=[
+            Mistake("the sums have no axis: they add the whole batch together; "
+                    "use axis=-1", _no_axis),
+            Mistake("the logits are (points, batch): transpose them to (batch, "
+                    "points) before multiplying by the signs", _no_transpose),
+            Mistake("summed over the batch axis (axis=0); sum over features and "
+                    "points instead (axis=-1)", _batch_axis),
+        ],
+    ),
+    Exercise(
+        id="bayes.vmapped_log_joint",
+        title="The log joint, batched with jax.vmap and in_axes",
+        chapter=CHAPTER,
+        reference=vmapped_log_joint,
+        cases=[
+            Case("the chapter's data and its 10 test betas -> (10,)",
+                 _chapter_betas, dtype="kind", **_LOG_JOINT_TOL),
+            Case("prior_scale=10.0 is honoured (4 betas, 3 features, 25 points)",
+                 _problem(4, 3, 25), seed=1, kwargs={"prior_scale": 10.0},
+                 dtype="kind", **_LOG_JOINT_TOL),
+            Case("6 betas and 6 points: the data must not be batched",
+                 _problem(6, 4, 6), seed=2, dtype="kind", **_LOG_JOINT_TOL),
+            Case("jax.jit(vmapped_log_joint) on 9 betas", _problem(9, 5, 40),
+                 seed=3, transform="jit", dtype="kind", **_LOG_JOINT_TOL),
+            Case("no Python loop over the betas (traced with 4 and 32)",
+                 _problem(4, 5, 20), transform="vectorized"),
+        ],
+        hints=[
+            "jax.vmap(log_joint, in_axes=...) maps over the leading axis of the "
+            "arguments whose entry in in_axes is 0, and passes the others whole "
+            "(entry None).",
+            "Only betas is batched: in_axes=(0, None, None, None) for (betas, "
+            "all_x, y, prior_scale).",
+            "Pass prior_scale positionally (with None in in_axes) or fix it with "
+            "functools.partial: vmap maps keyword arguments over axis 0, which "
+            "fails for a float.",
+        ],
+        mistakes=[
+            Mistake("the data were batched too (in_axes=0): each beta met one data "
+                    "point; use None for all_x and y",
+                    lambda b, x, y, prior_scale=1.0: jax.vmap(
+                        log_joint, in_axes=(0, 0, 0, None))(b, x, y, prior_scale)),
+            Mistake("prior_scale is ignored: pass it on to log_joint",
+                    lambda b, x, y, prior_scale=1.0: jax.vmap(
+                        log_joint, in_axes=(0, None, None))(b, x, y)),
+        ],
+    ),
+    Exercise(
+        id="bayes.sample_betas",
+        title="Reparameterized samples",
+        chapter=CHAPTER,
+        reference=sample_betas,
+        cases=[
+            # Keys cannot be compared as NumPy arrays, so every case goes
+            # through a transform (no in-place check needed for a pure function).
+            Case("jax.jit: 128 samples of 10 coefficients from key 0",
+                 _posterior(10, 128), transform="jit", **_LOG_JOINT_TOL),
+            Case("jax.jit: 5 samples of 3 coefficients from key 7",
+                 _posterior(3, 5, key_seed=7), seed=1, transform="jit",
+                 **_LOG_JOINT_TOL),
+            Case("jax.grad w.r.t. beta_loc of the sum: num_samples everywhere",
+                 _posterior(4, 16), seed=2, transform="grad", argnums=1,
+                 **_LOG_JOINT_TOL),
+            Case("jax.grad w.r.t. beta_log_scale of the sum: the samples depend "
+                 "on it through exp", _posterior(4, 16), seed=3, transform="grad",
+                 argnums=2, **_LOG_JOINT_TOL),
+        ],
+        hints=[
+            "Draw standard normal noise epsilon with jax.random.normal(key, "
+            "(num_samples, number of coefficients)), using key as given.",
+            "Then shift and scale it: beta_loc + sigma * epsilon, broadcasting the "
+            "(features,) vectors over the samples.",
+            "beta_log_scale is log sigma, so sigma = jnp.exp(beta_log_scale).",
+        ],
+        mistakes=[
+            Mistake("beta_log_scale is the log of sigma: scale by "
+                    "jnp.exp(beta_log_scale)",
+                    lambda k, loc, ls, n: loc + ls * jax.random.normal(
+                        k, (n, loc.shape[0]))),
+            Mistake("beta_log_scale is log sigma, not log of the variance: "
+                    "sigma = jnp.exp(beta_log_scale), without the 0.5",
+                    lambda k, loc, ls, n: loc + jnp.exp(0.5 * ls) * jax.random.normal(
+                        k, (n, loc.shape[0]))),
+            Mistake("the noise comes from a split key: draw it from `key` itself",
+                    lambda k, loc, ls, n: loc + jnp.exp(ls) * jax.random.normal(
+                        jax.random.split(k)[1], (n, loc.shape[0]))),
+        ],
+    ),
+    Exercise(
+        id="bayes.elbo_value_and_grad",
+        title="The ELBO and its gradient with jax.value_and_grad",
+        chapter=CHAPTER,
+        reference=elbo_value_and_grad,
+        time_limit=10.0,
+        cases=[
+            Case("the chapter's data, loc = log_scale = 0, 128 samples",
+                 _chapter_elbo_inputs, dtype="kind", **_ELBO_TOL),
+            Case("5 coefficients, 16 samples, 40 points", _elbo_inputs(5, 16, 40),
+                 seed=1, dtype="kind", **_ELBO_TOL),
+            Case("jax.jit(elbo_value_and_grad), 3 coefficients, 8 samples",
+                 _elbo_inputs(3, 8, 20), seed=2, transform="jit", dtype="kind",
+                 **_ELBO_TOL),
+        ],
+        hints=[
+            "Define an inner function elbo(loc, log_scale) and return "
+            "jax.value_and_grad(elbo, argnums=(0, 1))(beta_loc, beta_log_scale): "
+            "the result is (value, (loc_grad, log_scale_grad)).",
+            "Inside, build the samples from loc and log_scale (loc + "
+            "jnp.exp(log_scale) * epsilon), so the gradient flows through them; "
+            "average log_joint over the samples with a vmap over axis 0 and "
+            "prior_scale=10.0.",
+            "Add the entropy of the diagonal Gaussian, jnp.sum(log_scale + 0.5 * "
+            "jnp.log(2 * jnp.pi * jnp.e)): the ELBO is the expected log joint "
+            "PLUS the entropy.",
+        ],
+        mistakes=[
+            Mistake("the entropy term is missing", _no_entropy),
+            Mistake("the entropy is subtracted: the ELBO adds it",
+                    _elbo_variant(entropy_sign=-1.0)),
+            Mistake("the log joints are summed over the samples: average them "
+                    "(jnp.mean) to estimate the expectation",
+                    _elbo_variant(reduce=jnp.sum)),
+            Mistake("prior_scale must be 10.0 here, as in the chapter's "
+                    "variational inference", _elbo_variant(prior_scale=1.0)),
+            Mistake("that is the reference run's constant, -0.5 * log(2 pi): the "
+                    "entropy of a Gaussian has + 0.5 * log(2 pi e)",
+                    _elbo_variant(constant=-0.5 * np.log(2 * np.pi))),
+            Mistake("the samples were built outside the differentiated function: "
+                    "the gradient cannot flow through them (reparameterize inside)",
+                    _elbo_variant(detached=True)),
+        ],
+    ),
+)

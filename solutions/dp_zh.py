@@ -1,0 +1,450 @@
+"""Reference solutions of chapter 6's exercises (Traditional Chinese).
+
+Importing this module registers the exercises ``dp_zh.global_normalize``,
+``dp_zh.split_for_devices``, ``dp_zh.replicate``, ``dp_zh.pmap_step`` and
+``dp_zh.data_parallel_grads`` with :mod:`jaxcourse.exercises`, all in
+Traditional Chinese (``language="zh-Hant"``).
+
+Three of them run on 8 devices (``jax.pmap`` over 8 devices, a mesh of 8) and
+say so with ``devices=8``: the process that checks them must have called
+``jaxcourse.devices.use_cpu_devices(8)`` before JAX started, as the exercise
+notebook does in its first cell (the grader does it for its own processes).
+Nothing here touches a device at import time, so importing this module is safe
+in a process with one device.
+
+The chapter's model (a 784 → 512 → 10 MLP with swish, parameters as a list of
+``{"w", "b"}`` dicts) is defined here too, so the exercise notebook and the
+checks train exactly the same thing; the checks use smaller layer sizes.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import AxisType
+from jax.sharding import PartitionSpec as P
+
+from jaxcourse.exercises import Case, Exercise, Mistake, register
+
+CHAPTER = "06_zh_data_parallel"
+NUM_DEVICES = 8
+NUM_CLASSES = 10
+
+
+# --------------------------------------------------------------------------
+# 本章的模型（不是練習題，練習題會用到它）
+# --------------------------------------------------------------------------
+
+
+def init_params(key, sizes):
+    """He 初始化的 MLP 參數：每層一個 {"w": (n_in, n_out), "b": (n_out,)}."""
+    params = []
+    for n_in, n_out in zip(sizes[:-1], sizes[1:], strict=True):
+        key, subkey = jax.random.split(key)
+        w = jax.random.normal(subkey, (n_in, n_out)) * jnp.sqrt(2.0 / n_in)
+        params.append({"w": w, "b": jnp.zeros(n_out)})
+    return params
+
+
+def predict(params, image):
+    """一張影像 (n_in,) -> NUM_CLASSES 個 logits；隱藏層用 swish."""
+    x = image
+    for layer in params[:-1]:
+        x = jax.nn.swish(x @ layer["w"] + layer["b"])
+    return x @ params[-1]["w"] + params[-1]["b"]
+
+
+batched_predict = jax.vmap(predict, in_axes=(None, 0))
+
+
+def loss_fn(params, images, labels):
+    """交叉熵：整數標籤轉成 one-hot，再與 log-softmax 相乘後取平均."""
+    log_probs = jax.nn.log_softmax(batched_predict(params, images))
+    return -jnp.mean(jnp.sum(jax.nn.one_hot(labels, NUM_CLASSES) * log_probs, axis=-1))
+
+
+def make_mesh():
+    """8 臺裝置排成一列、軸名稱為 "batch" 的網格（本章的 `mesh`）."""
+    return jax.make_mesh((NUM_DEVICES,), ("batch",), axis_types=(AxisType.Auto,))
+
+
+# --------------------------------------------------------------------------
+# 參考解答
+# --------------------------------------------------------------------------
+
+
+def global_normalize(grid):
+    """用 pmap 包住 vmap，把 (8, n) 的 grid 全域正規化成總和為 1."""
+
+    def normalize_one(x):
+        # x 是一個數；psum 同時跨 "i"（裝置）與 "j"（每臺裝置上的元素）
+        return x / lax.psum(x, axis_name=("i", "j"))
+
+    return jax.pmap(jax.vmap(normalize_one, axis_name="j"), axis_name="i")(grid)
+
+
+def split_for_devices(array, num_devices):
+    """全域批次 (N, ...) -> (num_devices, N // num_devices, ...).
+
+    第 k 片（連續的 N // num_devices 列）給第 k 臺裝置。
+    """
+    return array.reshape(num_devices, array.shape[0] // num_devices, *array.shape[1:])
+
+
+def replicate(tree, num_devices):
+    """在每個葉節點前面加一個長度為 num_devices 的軸，每臺裝置一份相同的副本."""
+    return jax.tree.map(
+        lambda a: jnp.broadcast_to(a, (num_devices, *jnp.shape(a))), tree
+    )
+
+
+@functools.partial(jax.pmap, axis_name="batch", in_axes=(0, 0, 0, None))
+def pmap_step(params, images, labels, step_size):
+    """資料平行的一步 SGD：每臺裝置算區域梯度，再以 pmean 平均."""
+    loss, grads = jax.value_and_grad(loss_fn)(params, images, labels)
+    grads = lax.pmean(grads, axis_name="batch")  # all-reduce：平均 8 臺裝置的梯度
+    loss = lax.pmean(loss, axis_name="batch")
+    new_params = jax.tree.map(lambda p, g: p - step_size * g, params, grads)
+    return new_params, loss
+
+
+def data_parallel_grads(params, images, labels):
+    """用 shard_map 算全域批次的平均梯度：參數複製、資料沿 "batch" 分片."""
+    mesh = make_mesh()
+
+    @jax.jit
+    @functools.partial(
+        jax.shard_map,
+        mesh=mesh,
+        in_specs=(P(), P("batch"), P("batch")),  # 參數複製，影像與標籤分片
+        out_specs=P(),  # 梯度在每臺裝置上都相同
+    )
+    def grads_fn(params, images, labels):
+        def global_loss(p):
+            # 對 pmean 之後的全域平均損失微分；複製參數的梯度不必再平均
+            return lax.pmean(loss_fn(p, images, labels), axis_name="batch")
+
+        return jax.grad(global_loss)(params)
+
+    return grads_fn(params, images, labels)
+
+
+# --------------------------------------------------------------------------
+# 檢查規格：輸入都有固定的種子，回饋可以重現
+# --------------------------------------------------------------------------
+
+
+def _device_count(out) -> np.ndarray:
+    leaves = jax.tree.leaves(out)
+    counts = [len(getattr(leaf, "sharding", None).device_set)
+              if isinstance(leaf, jax.Array) else 1 for leaf in leaves]
+    return np.array(counts, np.int32)
+
+
+def _with_devices(out):
+    """比較數值，也比較結果分布在幾臺裝置上（沒有用 pmap 的答案只在 1 臺上）."""
+    return out, _device_count(out)
+
+
+def _positive_grid(rows: int, cols: int):
+    return lambda rng: (rng.uniform(0.5, 2.0, size=(rows, cols)).astype(np.float32),)
+
+
+def _np_params(rng: np.random.Generator, sizes: list[int]) -> list[dict]:
+    return [
+        {"w": (rng.normal(size=(n_in, n_out)) * np.sqrt(2.0 / n_in)).astype(np.float32),
+         "b": (0.1 * rng.normal(size=n_out)).astype(np.float32)}
+        for n_in, n_out in zip(sizes[:-1], sizes[1:], strict=True)
+    ]
+
+
+def _np_batch(rng: np.random.Generator, n: int, n_in: int):
+    images = rng.uniform(0.0, 1.0, size=(n, n_in)).astype(np.float32)
+    labels = rng.integers(0, NUM_CLASSES, size=n).astype(np.int32)
+    return images, labels
+
+
+def _step_inputs(sizes: list[int], per_device: int, step_size: float):
+    def make(rng: np.random.Generator) -> tuple:
+        params = _np_params(rng, sizes)
+        images, labels = _np_batch(rng, NUM_DEVICES * per_device, sizes[0])
+        stacked = [{k: np.stack([v] * NUM_DEVICES) for k, v in layer.items()}
+                   for layer in params]
+        return (stacked, images.reshape(NUM_DEVICES, per_device, -1),
+                labels.reshape(NUM_DEVICES, per_device), step_size)
+
+    return make
+
+
+def _grads_inputs(sizes: list[int], global_batch: int):
+    def make(rng: np.random.Generator) -> tuple:
+        params = _np_params(rng, sizes)
+        images, labels = _np_batch(rng, global_batch, sizes[0])
+        return params, images, labels
+
+    return make
+
+
+# 常見的錯誤答案（Mistake 用它們的輸出辨認學習者的錯誤）
+
+
+def _pmap_vmap(per_element, outer="i", inner="j"):
+    return lambda grid: jax.pmap(jax.vmap(per_element, axis_name=inner),
+                                 axis_name=outer)(grid)
+
+
+def _pmap_step_with(reduce_grads, reduce_loss=True):
+    @functools.partial(jax.pmap, axis_name="batch", in_axes=(0, 0, 0, None))
+    def step(params, images, labels, step_size):
+        loss, grads = jax.value_and_grad(loss_fn)(params, images, labels)
+        grads = reduce_grads(grads)
+        if reduce_loss:
+            loss = lax.pmean(loss, "batch")
+        return jax.tree.map(lambda p, g: p - step_size * g, params, grads), loss
+
+    return step
+
+
+def _shard_map_grads(per_device):
+    def grads(params, images, labels):
+        return jax.jit(jax.shard_map(per_device, mesh=make_mesh(),
+                                     in_specs=(P(), P("batch"), P("batch")),
+                                     out_specs=P()))(params, images, labels)
+
+    return grads
+
+
+register(
+    Exercise(
+        id="dp_zh.global_normalize",
+        devices=NUM_DEVICES,
+        title="全域正規化：pmap 包住 vmap",
+        chapter=CHAPTER,
+        language="zh-Hant",
+        reference=global_normalize,
+        cases=[
+            Case("global_normalize(grid)，grid = arange(200) 排成 (8, 25)",
+                 lambda rng: (np.arange(200, dtype=np.float32).reshape(8, 25),),
+                 extract=_with_devices),
+            Case("global_normalize(grid)，grid 為 (8, 3) 的隨機正數",
+                 _positive_grid(8, 3), extract=_with_devices),
+            Case("global_normalize(grid)，grid 為 (8, 16) 的隨機正數",
+                 _positive_grid(8, 16), seed=1, extract=_with_devices),
+            Case("global_normalize(grid)，grid 為 (8, 1)：每臺裝置只有一個數",
+                 _positive_grid(8, 1), seed=2, extract=_with_devices),
+        ],
+        hints=[
+            "外層 jax.pmap(..., axis_name=\"i\") 把 8 列分給 8 臺裝置，"
+            "內層 jax.vmap(..., axis_name=\"j\") 在每臺裝置上向量化一列；"
+            "被對映的函式只看見一個數。",
+            "被對映的函式裡，jnp.sum(x) 只是這一個數自己；"
+            "要跨具名軸求和得用 lax.psum。",
+            "軸名稱以 tuple 傳入，psum 就同時跨越兩個軸："
+            "x / lax.psum(x, axis_name=(\"i\", \"j\"))。",
+        ],
+        mistakes=[
+            Mistake("只跨內層的 \"j\" 求和：每一列各自正規化，而不是全域正規化。"
+                    "psum 要同時跨 (\"i\", \"j\")",
+                    _pmap_vmap(lambda x: x / lax.psum(x, "j"))),
+            Mistake("只跨外層的 \"i\" 求和：每一行（同一個位置、不同裝置）各自正規化。"
+                    "psum 要同時跨 (\"i\", \"j\")",
+                    _pmap_vmap(lambda x: x / lax.psum(x, "i"))),
+            Mistake("每個數都只除以了自己（得到 1；0 / 0 得到 NaN）："
+                    "被對映的函式只看見一個數，jnp.sum 或不求和都一樣；"
+                    "請用 lax.psum 跨具名軸求和",
+                    _pmap_vmap(lambda x: x / x)),
+            Mistake("差了一個倍數：lax.pmean 是平均，不是總和；"
+                    "正規化要除以 lax.psum",
+                    _pmap_vmap(lambda x: x / lax.pmean(x, ("i", "j")))),
+            Mistake("數值對了，但結果只在 1 臺裝置上：請用 jax.pmap "
+                    "把 8 列分給 8 臺裝置（內層用 jax.vmap），"
+                    "而不是直接 grid / grid.sum()",
+                    lambda grid: grid / jnp.sum(grid)),
+        ],
+    ),
+    Exercise(
+        id="dp_zh.split_for_devices",
+        title="把全域批次切給每臺裝置",
+        chapter=CHAPTER,
+        language="zh-Hant",
+        reference=split_for_devices,
+        cases=[
+            Case("影像 (256, 784) 切給 8 臺裝置",
+                 lambda rng: (rng.uniform(size=(256, 784)).astype(np.float32), 8)),
+            Case("標籤 (256,) int32 切給 8 臺裝置",
+                 lambda rng: (rng.integers(0, 10, size=256).astype(np.int32), 8)),
+            Case("uint8 影像 (64, 28, 28) 切給 8 臺裝置：保留後面的軸與 dtype",
+                 lambda rng: (rng.integers(0, 256, size=(64, 28, 28)).astype(np.uint8),
+                              8)),
+            Case("(12, 3) 切給 4 臺裝置：不要寫死 8 或 32",
+                 lambda rng: (np.arange(36, dtype=np.float32).reshape(12, 3), 4)),
+            Case("jax.jit 之下（num_devices 是靜態的）：(64, 5) 切給 8 臺",
+                 lambda rng: (rng.normal(size=(64, 5)).astype(np.float32), 8),
+                 transform="jit"),
+        ],
+        hints=[
+            "結果的形狀是 (num_devices, N // num_devices, *array.shape[1:])："
+            "前面加一個裝置軸，後面的軸原封不動。",
+            "第 k 臺裝置要拿到連續的第 k 片：array[k * B:(k + 1) * B]，"
+            "B = N // num_devices。reshape 的軸順序決定了哪些列放在一起。",
+            "array.reshape(num_devices, -1, *array.shape[1:]) 一行就夠了。",
+        ],
+        mistakes=[
+            Mistake("軸的順序反了：裝置軸要放在最前面，"
+                    "(num_devices, N // num_devices, ...)",
+                    lambda a, n: a.reshape(a.shape[0] // n, n, *a.shape[1:])),
+            Mistake("形狀對了，但每臺裝置拿到的是間隔取樣的列"
+                    "（第 k, k + num_devices, … 列），不是連續的第 k 片："
+                    "先 reshape 成 (N // num_devices, num_devices, ...) "
+                    "再轉置，列的分配就錯了",
+                    lambda a, n: jnp.swapaxes(
+                        a.reshape(a.shape[0] // n, n, *a.shape[1:]), 0, 1)),
+            Mistake("後面的軸被攤平了：請保留 *array.shape[1:]",
+                    lambda a, n: a.reshape(n, -1)),
+        ],
+    ),
+    Exercise(
+        id="dp_zh.replicate",
+        title="複製參數：每臺裝置一份副本",
+        chapter=CHAPTER,
+        language="zh-Hant",
+        reference=replicate,
+        cases=[
+            Case("replicate 一個 [6, 5, 3] MLP 的參數到 8 臺裝置",
+                 lambda rng: (_np_params(rng, [6, 5, 3]), 8)),
+            Case("replicate 到 4 臺裝置：不要寫死 8",
+                 lambda rng: (_np_params(rng, [4, 3]), 4), seed=1),
+            Case("replicate 保留每個葉節點的 dtype（int32 的計數器、float32 的權重）",
+                 lambda rng: ({"count": np.array(3, np.int32),
+                               "w": rng.normal(size=(2, 3)).astype(np.float32)}, 8),
+                 seed=2),
+            Case("jax.jit 之下（num_devices 是靜態的）",
+                 lambda rng: (_np_params(rng, [6, 5, 3]), 8), seed=3,
+                 transform="jit"),
+        ],
+        hints=[
+            "參數是一個 pytree（由 dict 組成的 list）；"
+            "jax.tree.map 把函式套用到每個葉節點，並保留原來的結構。",
+            "每個葉節點 a 要變成形狀 (num_devices, *a.shape)：裝置軸加在最前面，"
+            "每一片都和 a 一樣。",
+            "jnp.broadcast_to(a, (num_devices, *a.shape)) 不必真的複製資料；"
+            "jnp.stack([a] * num_devices) 也可以。",
+        ],
+        mistakes=[
+            Mistake("裝置軸要加在最前面（第 0 軸），pmap 沿第 0 軸把副本分給各裝置",
+                    lambda tree, n: jax.tree.map(
+                        lambda a: jnp.stack([jnp.asarray(a)] * n, axis=-1), tree)),
+            Mistake("jnp.tile 沿最後一軸重複，沒有加上新的裝置軸",
+                    lambda tree, n: jax.tree.map(lambda a: jnp.tile(a, n), tree)),
+            Mistake("只加了一個長度為 1 的軸；要有 num_devices 份副本",
+                    lambda tree, n: jax.tree.map(lambda a: jnp.asarray(a)[None], tree)),
+        ],
+    ),
+    Exercise(
+        id="dp_zh.pmap_step",
+        devices=NUM_DEVICES,
+        title="資料平行的一步：pmap 與 lax.pmean",
+        chapter=CHAPTER,
+        language="zh-Hant",
+        reference=pmap_step,
+        time_limit=20.0,
+        cases=[
+            Case("pmap_step：[20, 16, 10] 的 MLP，8 臺裝置 × 每臺 4 筆，step_size 0.5",
+                 _step_inputs([20, 16, 10], 4, 0.5), rtol=1e-4, atol=1e-6),
+            Case("pmap_step 使用 step_size 引數（0.1，另一組資料）",
+                 _step_inputs([20, 16, 10], 4, 0.1), seed=1, rtol=1e-4, atol=1e-6),
+            Case("pmap_step：[784, 32, 10] 的 MLP，8 臺裝置 × 每臺 8 筆，step_size 0.5",
+                 _step_inputs([784, 32, 10], 8, 0.5), seed=2, rtol=1e-4, atol=1e-6),
+        ],
+        hints=[
+            "每臺裝置先用 jax.value_and_grad(loss_fn) 算出自己那一片資料上的"
+            "損失與梯度。",
+            "lax.pmean(grads, axis_name=\"batch\") 平均 8 臺裝置的梯度"
+            "（整個 pytree 一次處理）；損失也要 pmean，"
+            "每臺裝置回報的才是全域批次的損失。",
+            "更新：jax.tree.map(lambda p, g: p - step_size * g, params, grads)，"
+            "回傳 (new_params, loss)。用 lax.psum 會得到 8 倍的梯度。",
+        ],
+        mistakes=[
+            Mistake("更新幅度是正確的 8 倍：lax.psum 把 8 份梯度加總，"
+                    "資料平行要的是平均 lax.pmean",
+                    _pmap_step_with(lambda g: lax.psum(g, "batch"))),
+            Mistake("各裝置的參數不一樣了：每臺裝置只用了自己的區域梯度"
+                    "（在 pmap 裡對 pmean 之後的損失微分也是如此，pmap 不會像 "
+                    "shard_map 那樣自動加總）。請用 lax.pmean(grads, \"batch\") "
+                    "平均梯度，參數副本才會一致",
+                    _pmap_step_with(lambda g: g)),
+            Mistake("參數對了，但各裝置回報的損失不同：損失也要 lax.pmean",
+                    _pmap_step_with(lambda g: lax.pmean(g, "batch"),
+                                    reduce_loss=False)),
+            Mistake("梯度下降要減去梯度（p - step_size * g），不是加上",
+                    _pmap_step_with(lambda g: jax.tree.map(
+                        lambda x: -x, lax.pmean(g, "batch")))),
+        ],
+    ),
+    Exercise(
+        id="dp_zh.data_parallel_grads",
+        devices=NUM_DEVICES,
+        title="現行的 API：用 shard_map（或分片的 jit）算平均梯度",
+        chapter=CHAPTER,
+        language="zh-Hant",
+        reference=data_parallel_grads,
+        time_limit=20.0,
+        cases=[
+            Case("[20, 16, 10] 的 MLP，全域批次 32 筆（8 臺 × 4 筆）",
+                 _grads_inputs([20, 16, 10], 32), rtol=1e-4, atol=1e-6,
+                 extract=_with_devices),
+            Case("[784, 32, 10] 的 MLP，全域批次 64 筆",
+                 _grads_inputs([784, 32, 10], 64), seed=1, rtol=1e-4, atol=1e-6,
+                 extract=_with_devices),
+            Case("jax.jit 之下：[20, 16, 10] 的 MLP，全域批次 16 筆",
+                 _grads_inputs([20, 16, 10], 16), seed=2, transform="jit",
+                 rtol=1e-4, atol=1e-6, extract=_with_devices),
+        ],
+        hints=[
+            "jax.shard_map(f, mesh=mesh, in_specs=(P(), P(\"batch\"), P(\"batch\")), "
+            "out_specs=P())：參數複製（P()），影像與標籤沿 \"batch\" 分片，"
+            "梯度複製回來。",
+            "在 shard_map 裡，對複製參數的梯度會自動跨裝置加總（psum）；"
+            "先 pmean 區域梯度仍然是 8 倍。請對「pmean 之後的全域平均損失」微分。",
+            "def global_loss(p, images, labels): "
+            "return lax.pmean(loss_fn(p, images, labels), \"batch\")，"
+            "再 jax.shard_map(jax.grad(global_loss), ...)。"
+            "分片的 jit 也可以：把資料以 NamedSharding(mesh, P(\"batch\")) 放好，"
+            "jax.jit(jax.grad(loss_fn))。",
+        ],
+        mistakes=[
+            Mistake("梯度是正確值的 8 倍：shard_map 已自動把複製參數的梯度加總，"
+                    "之後再 pmean 也不會變。請對 pmean 之後的全域損失微分",
+                    _shard_map_grads(
+                        lambda p, x, y: lax.pmean(jax.grad(loss_fn)(p, x, y),
+                                                  "batch"))),
+            Mistake("梯度是正確值的 64 倍：自動加總之後又 psum 了一次。"
+                    "請對 pmean 之後的全域損失微分",
+                    _shard_map_grads(
+                        lambda p, x, y: lax.psum(jax.grad(loss_fn)(p, x, y),
+                                                 "batch"))),
+            Mistake("數值對了，但梯度只在 1 臺裝置上算：請用 jax.shard_map "
+                    "或分片的 jax.jit，讓 8 臺裝置各算一片資料",
+                    lambda p, x, y: jax.grad(loss_fn)(p, x, y)),
+        ],
+    ),
+)
+
+__all__ = [
+    "NUM_DEVICES",
+    "batched_predict",
+    "data_parallel_grads",
+    "global_normalize",
+    "init_params",
+    "loss_fn",
+    "make_mesh",
+    "pmap_step",
+    "predict",
+    "replicate",
+    "split_for_devices",
+]
