@@ -113,6 +113,11 @@ class Case:
         rather than (or besides) the values, e.g. for a sharding exercise
         ``lambda out: (out, np.array(out.sharding.shard_shape(out.shape)))``.
         It runs beside the learner's code; an error in it fails the test.
+    runner : callable, optional
+        For ``"call"``: ``runner(function, *args, **kwargs)`` makes the call
+        instead of ``function(*args, **kwargs)``, e.g. to run the function in
+        several launched processes and return what each one returned. An
+        exception it raises is reported like one of the function's.
     """
 
     description: str
@@ -127,6 +132,7 @@ class Case:
     in_axes: Any = 0
     sizes: tuple[int, int] = (4, 32)
     extract: Callable[[Any], Any] | None = None
+    runner: Callable[..., Any] | None = None
 
     def __post_init__(self) -> None:
         if self.transform not in TRANSFORMS:
@@ -548,6 +554,8 @@ def _prepared_call(function: Callable, case: Case, args: tuple) -> Callable[[], 
     """Return a thunk that applies ``case.transform`` to ``function`` on ``args``."""
     kwargs = dict(case.kwargs)
     if case.transform == "call":
+        if case.runner is not None:
+            return lambda: case.runner(function, *args, **kwargs)
         return lambda: function(*args, **kwargs)
 
     def closed(full_args: tuple) -> Callable:

@@ -1,0 +1,235 @@
+"""The batch-split explorer: which process loads which rows, on which device.
+
+:class:`BatchSplitExplorer` has three sliders (number of processes, devices
+per process, global batch size) and shows how a global batch sharded by rows,
+``NamedSharding(mesh, P("batch"))`` on a one-axis mesh of every device, falls
+on the processes and their devices: a drawing and a table, plus a warning
+when the batch does not split evenly (``jax.make_array_from_process_local_data``
+would then refuse it). The work is done by plain functions
+(:func:`row_layout`, :func:`split_problem`, :func:`layout_table`,
+:func:`draw_layout`); the widget only wires the sliders to them, so tests
+drive it without a browser.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Any
+
+import ipywidgets as widgets
+
+from .core import grading_mode
+
+__all__ = [
+    "BatchSplitExplorer",
+    "Block",
+    "batch_split_explorer",
+    "draw_layout",
+    "layout_table",
+    "row_layout",
+    "split_problem",
+]
+
+
+@dataclass(frozen=True)
+class Block:
+    """The rows of the global batch that one device holds."""
+
+    process: int
+    local_device: int
+    mesh_position: int
+    start: int
+    stop: int
+
+    @property
+    def rows(self) -> int:
+        """How many rows the device holds."""
+        return self.stop - self.start
+
+
+def split_problem(global_batch: int, processes: int, devices_per_process: int) -> str:
+    """Say why the batch cannot be sharded evenly ("" when it can)."""
+    devices = processes * devices_per_process
+    if global_batch % devices == 0:
+        return ""
+    lower = global_batch - global_batch % devices
+    upper = lower + devices
+    return (
+        f"{global_batch} rows do not split evenly over {devices} devices "
+        f"({processes} processes × {devices_per_process}): "
+        "jax.make_array_from_process_local_data would refuse this batch. "
+        f"Use a multiple of {devices}: drop to {lower} rows or pad to {upper} "
+        "(and mask the padding)."
+    )
+
+
+def row_layout(global_batch: int, processes: int,
+               devices_per_process: int) -> list[Block]:
+    """Return the block of rows on every device, in mesh order.
+
+    The mesh lists the devices process by process (process 0's devices
+    first), as ``jax.make_mesh`` does for a one-axis mesh of CPU processes,
+    so process ``p`` loads one contiguous block of the batch and splits it
+    over its own devices.
+
+    Raises
+    ------
+    ValueError
+        If the batch does not split evenly (see :func:`split_problem`).
+    """
+    problem = split_problem(global_batch, processes, devices_per_process)
+    if problem:
+        raise ValueError(problem)
+    per_device = global_batch // (processes * devices_per_process)
+    blocks = []
+    for p in range(processes):
+        for d in range(devices_per_process):
+            k = p * devices_per_process + d
+            blocks.append(Block(p, d, k, k * per_device, (k + 1) * per_device))
+    return blocks
+
+
+def layout_table(global_batch: int, processes: int, devices_per_process: int) -> str:
+    """Return the layout as an HTML table, or the warning when it is uneven."""
+    problem = split_problem(global_batch, processes, devices_per_process)
+    if problem:
+        return f"<b style='color:#cf222e'>⚠ {html.escape(problem)}</b>"
+    blocks = row_layout(global_batch, processes, devices_per_process)
+    per_process = global_batch // processes
+    rows = []
+    for b in blocks:
+        first = b.local_device == 0
+        loads = (f"<td rowspan='{devices_per_process}'>rows {b.process * per_process}"
+                 f":{(b.process + 1) * per_process}</td>") if first else ""
+        proc = (f"<td rowspan='{devices_per_process}'>{b.process}</td>"
+                if first else "")
+        rows.append(f"<tr>{proc}{loads}<td>{b.local_device}</td>"
+                    f"<td>{b.mesh_position}</td><td>{b.start}:{b.stop}</td></tr>")
+    head = ("<tr><th>process</th><th>loads</th><th>local device</th>"
+            "<th>mesh position</th><th>holds rows</th></tr>")
+    return (f"<p>Each process loads {per_process} rows; each device holds "
+            f"{global_batch // len(blocks)}.</p>"
+            f"<table>{head}{''.join(rows)}</table>")
+
+
+def draw_layout(global_batch: int, processes: int, devices_per_process: int,
+                ax: Any = None) -> Any:
+    """Draw the rows of the global batch, coloured by process, one box per device.
+
+    Returns the matplotlib figure (``None`` when the batch is uneven: then the
+    rows that fit evenly are not what JAX would do, so nothing is drawn).
+    """
+    import matplotlib.pyplot as plt
+
+    if split_problem(global_batch, processes, devices_per_process):
+        return None
+    blocks = row_layout(global_batch, processes, devices_per_process)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(8, 1.6))
+    else:
+        fig = ax.figure
+    colors = plt.cm.tab10.colors
+    for b in blocks:
+        ax.barh(0, b.rows, left=b.start, color=colors[b.process % 10],
+                edgecolor="white", linewidth=2)
+        if len(blocks) <= 16:
+            ax.text((b.start + b.stop) / 2, 0, f"p{b.process}\nd{b.local_device}",
+                    ha="center", va="center", fontsize=7)
+    for p in range(min(processes, 10)):
+        ax.barh(0, 0, color=colors[p], label=f"process {p}")
+    ax.set_yticks([])
+    ax.set_xlim(0, global_batch)
+    ax.set_xlabel(f"row of the global batch ({global_batch} rows)")
+    ax.legend(ncol=min(processes, 5), loc="lower center",
+              bbox_to_anchor=(0.5, 1.0), frameon=False, fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+class BatchSplitExplorer:
+    """Sliders for processes, devices per process and batch size; redraws.
+
+    Parameters
+    ----------
+    processes, devices_per_process, global_batch : int
+        Initial slider values.
+    run : bool
+        Draw once right away.
+    """
+
+    def __init__(self, processes: int = 4, devices_per_process: int = 2,
+                 global_batch: int = 32, *, run: bool = True) -> None:
+        self.deferred = grading_mode()
+        style = {"description_width": "initial"}
+        self.processes = widgets.IntSlider(value=processes, min=1, max=8,
+                                           description="processes", style=style)
+        self.devices = widgets.IntSlider(value=devices_per_process, min=1, max=4,
+                                         description="devices per process",
+                                         style=style)
+        self.batch = widgets.IntSlider(value=global_batch, min=1, max=96,
+                                       description="global batch", style=style)
+        self.drawing = widgets.Output()
+        self.table = widgets.HTML()
+        self.figure: Any = None
+        for slider in (self.processes, self.devices, self.batch):
+            slider.observe(self._on_change, names="value")
+        self.widget = widgets.VBox([
+            widgets.HBox([self.processes, self.devices]),
+            self.batch,
+            self.drawing,
+            self.table,
+        ])
+        if run and not self.deferred:
+            self.redraw()
+
+    @property
+    def settings(self) -> tuple[int, int, int]:
+        """``(global_batch, processes, devices_per_process)`` from the sliders."""
+        return self.batch.value, self.processes.value, self.devices.value
+
+    @property
+    def even(self) -> bool:
+        """Whether the batch splits evenly over every device."""
+        return not split_problem(*self.settings)
+
+    def _on_change(self, change: dict) -> None:
+        self.redraw()
+
+    def redraw(self) -> str:
+        """Redraw the picture and the table; return the table's HTML."""
+        import matplotlib.pyplot as plt
+
+        self.drawing.clear_output(wait=True)
+        if self.figure is not None:
+            plt.close(self.figure)
+        self.figure = draw_layout(*self.settings)
+        if self.figure is not None:
+            from IPython.display import display
+
+            with self.drawing:
+                display(self.figure)
+            # Shown as a picture in the output; closed so it is not shown twice.
+            plt.close(self.figure)
+        self.table.value = layout_table(*self.settings)
+        return self.table.value
+
+    def text(self) -> str:
+        """Return a deterministic plain-text form (for stored notebook outputs)."""
+        if self.deferred:
+            return "explorer: graded separately"
+        return ("Batch-split explorer: choose the processes, devices per process "
+                "and global batch size; the rows each device holds update.")
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict:
+        data = dict(self.widget._repr_mimebundle_(**kwargs) or {})
+        data["text/plain"] = self.text()
+        return data
+
+
+def batch_split_explorer(**initial: Any) -> BatchSplitExplorer:
+    """Build the batch-split explorer (drawn right away)."""
+    return BatchSplitExplorer(**initial)
