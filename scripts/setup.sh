@@ -7,7 +7,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${JAX_COURSE_VENV:-$HOME/.jax-course/venv}"
-APT_PACKAGES=(dataset-fashion-mnist openmpi-bin fonts-noto-cjk)
+APT_PACKAGES=(dataset-fashion-mnist openmpi-bin fonts-noto-cjk chromium chromium-driver)
 
 step() { printf '\n==> %s\n' "$*"; }
 

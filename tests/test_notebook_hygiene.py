@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -25,3 +27,13 @@ def test_stored_notebook_is_executed_and_portable(path: Path) -> None:
     assert not unexecuted, f"code cells never executed: {unexecuted}"
     leaks = MACHINE_PATH.findall(nbformat.writes(nb))
     assert not leaks, f"absolute paths of a machine in the notebook: {leaks[:3]}"
+
+
+def test_every_notebook_starts_with_the_current_colab_bootstrap() -> None:
+    # The repository's address lives in _config.yml only; the notebooks carry
+    # a generated copy, which must follow it.
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "sync_first_cells.py"), "--check"],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr

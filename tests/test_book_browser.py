@@ -1,0 +1,277 @@
+"""Build the book and open every page of the toc in headless Chromium.
+
+The static HTML must work offline: no JavaScript errors, every resource from the
+book itself, images decoded, stored widget state rendered as widget views, math
+typeset, and every internal link answered. Screenshots of each page go to
+tests/_artifacts/screenshots/ for a person to look at.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+SHOTS = REPO / "tests" / "_artifacts" / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+WAIT_S = 30.0
+
+
+def _toc_files() -> list[str]:
+    """Every document of _toc.yml, in reading order, without its suffix."""
+    toc = yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8"))
+    files = [toc["root"]]
+
+    def walk(entries: list[dict]) -> None:
+        for entry in entries:
+            if "file" in entry:
+                files.append(entry["file"])
+            walk(entry.get("sections", []))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters", []))
+    walk(toc.get("chapters", []))
+    return files
+
+
+def _has_widget_views(doc: str) -> bool:
+    """Whether the page's notebook stored widget state and shows a widget view."""
+    path = REPO / f"{doc}.ipynb"
+    if not path.exists():
+        return False
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    state = nb["metadata"].get("widgets", {}).get(WIDGET_STATE, {}).get("state")
+    views = any(
+        WIDGET_VIEW in out.get("data", {})
+        for cell in nb["cells"]
+        if cell["cell_type"] == "code"
+        for out in cell.get("outputs", [])
+    )
+    return bool(state) and views
+
+
+DOCS = _toc_files()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Build the book into a temporary folder and serve it on 127.0.0.1."""
+    subprocess.run(["bash", str(REPO / "scripts" / "fetch_widget_js.sh")], check=True)
+    out = tmp_path_factory.mktemp("book")
+    jupyter_book = Path(sys.executable).with_name("jupyter-book")
+    build = subprocess.run(
+        [
+            str(jupyter_book),
+            "build",
+            str(REPO),
+            "--path-output",
+            str(out),
+            "-W",
+            "-n",
+            "--keep-going",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert build.returncode == 0, f"book build failed:\n{build.stdout[-4000:]}"
+    html = out / "_build" / "html"
+
+    handler = functools.partial(Quiet, directory=str(html))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    """A static file server that does not log every request to stderr."""
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """Headless Chromium; a missing browser is a failure, never a skip."""
+    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
+    if missing:
+        pytest.fail(
+            f"{' and '.join(missing)} not found: the browser test needs Debian's "
+            "`chromium` and `chromium-driver` packages (run `make setup`, which "
+            "installs them, or `sudo apt-get install chromium chromium-driver`)."
+        )
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,2000",
+    ):
+        options.add_argument(arg)
+    options.set_capability(
+        "goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"}
+    )
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(WAIT_S)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _wait(driver: object, script: str, what: str, url: str) -> None:
+    """Poll a JavaScript predicate until it holds, or fail naming what is missing."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        if driver.execute_script(script):
+            return
+        time.sleep(0.2)
+    pytest.fail(f"{url}: {what} within {WAIT_S:.0f} s")
+
+
+def _requested_urls(driver: object) -> list[str]:
+    """The URLs the page requested, from Chromium's network log."""
+    urls = []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message["method"] == "Network.requestWillBeSent":
+            urls.append(message["params"]["request"]["url"])
+    return urls
+
+
+def _status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310
+            return response.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+_IMAGES_DONE = "return [...document.images].every(i => i.complete);"
+_WIDGETS_SHOWN = """
+const views = [...document.querySelectorAll('.jupyter-widgets, [class*="widget-"]')]
+  .filter(e => e.offsetWidth > 0 && e.offsetHeight > 0);
+return views.length > 0;
+"""
+_MATH_DONE = """
+const math = document.querySelectorAll('.math');
+return math.length === 0 || document.querySelectorAll('mjx-container').length > 0;
+"""
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_page(browser: object, site: str, doc: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver = browser
+    url = urllib.parse.urljoin(site, f"{doc}.html")
+    driver.get_log("performance")  # drop the previous page's entries
+    driver.get(url)
+    _wait(driver, "return document.readyState === 'complete';", "page not loaded", url)
+    title = driver.execute_script(
+        "const h = document.querySelector('main h1, article h1');"
+        "return h ? h.textContent : '';"
+    )
+    assert title.strip(), f"{url}: no <h1>: the page has no visible content"
+    _wait(driver, _IMAGES_DONE, "images did not finish loading", url)
+    _wait(driver, _MATH_DONE, "MathJax did not typeset the math", url)
+    if _has_widget_views(doc):
+        _wait(driver, _WIDGETS_SHOWN, "no widget view rendered", url)
+
+    # Screenshots: the top of the page, and the first widget where there is one.
+    name = doc.replace("/", "__")
+    driver.execute_script("window.scrollTo(0, 0);")
+    driver.save_screenshot(str(SHOTS / f"{name}.png"))
+    widgets = driver.find_elements(By.CSS_SELECTOR, ".jupyter-widgets")
+    shown = [w for w in widgets if w.is_displayed() and w.size["height"] > 0]
+    if shown:
+        driver.execute_script(
+            "arguments[0].scrollIntoView({block: 'center'});", shown[0]
+        )
+        time.sleep(0.3)
+        driver.save_screenshot(str(SHOTS / f"{name}__widget.png"))
+    if _has_widget_views(doc):
+        assert shown, f"{url}: widget state stored, but no widget view visible"
+        text = driver.execute_script("return document.body.innerText;")
+        assert "Error displaying widget" not in text, f"{url}: a widget failed"
+
+    broken = driver.execute_script(
+        "return [...document.images].filter(i => i.naturalWidth === 0).map(i => i.src);"
+    )
+    assert not broken, f"{url}: images that did not load: {broken}"
+
+    # Chromium asks every site for /favicon.ico by itself; the book has none.
+    severe = [
+        e["message"]
+        for e in driver.get_log("browser")
+        if e["level"] == "SEVERE" and "/favicon.ico " not in e["message"]
+    ]
+    assert not severe, f"{url}: browser errors:\n" + "\n".join(severe)
+
+    host = urllib.parse.urlsplit(site).netloc
+    foreign = sorted(
+        {
+            u
+            for u in _requested_urls(driver)
+            if urllib.parse.urlsplit(u).scheme in ("http", "https", "ws", "wss")
+            and urllib.parse.urlsplit(u).netloc != host
+        }
+    )
+    assert not foreign, f"{url}: requests to other hosts (offline they fail): {foreign}"
+
+    hrefs = driver.execute_script(
+        "return [...document.querySelectorAll('a[href]')].map(a => a.href);"
+    )
+    internal = sorted(
+        {
+            urllib.parse.urldefrag(h).url
+            for h in hrefs
+            if urllib.parse.urlsplit(h).netloc == host
+        }
+    )
+    bad = [(h, s) for h in internal if (s := _status(h)) != 200]
+    assert not bad, f"{url}: internal links that do not answer 200: {bad}"
+
+
+def test_toc_documents_exist() -> None:
+    # A typo in _toc.yml shows up here by name, not as a 404 in a page test.
+    missing = [
+        d
+        for d in DOCS
+        if not any((REPO / f"{d}{suffix}").exists() for suffix in (".md", ".ipynb"))
+    ]
+    assert not missing, f"_toc.yml names documents that do not exist: {missing}"
