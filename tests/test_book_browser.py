@@ -96,7 +96,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     html = out / "_build" / "html"
 
     handler = functools.partial(Quiet, directory=str(html))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = QuietServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -104,6 +104,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+class QuietServer(http.server.ThreadingHTTPServer):
+    """Chromium drops connections it no longer needs; that is not an error."""
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class Quiet(http.server.SimpleHTTPRequestHandler):

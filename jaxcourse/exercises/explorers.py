@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import html
-import io
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +22,7 @@ import numpy as np
 
 from ..mlp import loss
 from .core import grading_mode
+from .explorer_base import Explorer, png_bytes
 from .messages import message
 
 __all__ = [
@@ -144,12 +144,10 @@ def plot_runs(runs: list[Run], language: str = "en") -> bytes:
     axes.set_yscale("log")
     if runs:
         axes.legend(fontsize=8)
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    return buffer.getvalue()
+    return png_bytes(figure)
 
 
-class LearningRateExplorer:
+class LearningRateExplorer(Explorer):
     """Sliders for learning rate and batch size; each change retrains and redraws.
 
     Parameters
@@ -227,14 +225,6 @@ class LearningRateExplorer:
             return f"學習率探索器：每次訓練 {self.steps} 步 SGD；移動滑桿即重新訓練。"
         return (f"Learning-rate explorer: {self.steps} SGD steps per run; move a "
                 "slider to retrain.")
-
-    def __repr__(self) -> str:
-        return self.text()
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict:
-        data = dict(self.widget._repr_mimebundle_(**kwargs) or {})
-        data["text/plain"] = self.text()
-        return data
 
 
 def learning_rate_explorer(subset: Subset | None = None, steps: int = 300,

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import html
-import io
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .core import grading_mode
+from .explorer_base import Explorer, png_bytes
 from .messages import message
 
 __all__ = [
@@ -129,12 +129,10 @@ def plot_fits(fits: list[ElboFit], true_beta: np.ndarray,
         posterior.set_xticks(index)
         posterior.set_xlabel("係數 j" if zh else "coefficient j")
         posterior.legend(fontsize=7)
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    return buffer.getvalue()
+    return png_bytes(figure)
 
 
-class ElboExplorer:
+class ElboExplorer(Explorer):
     """Sliders for samples per step and step size; each change refits and redraws.
 
     Parameters
@@ -209,14 +207,6 @@ class ElboExplorer:
             return f"ELBO 探索器：每次擬合 {self.steps} 步 SGD；移動滑桿即重新擬合。"
         return (f"ELBO explorer: {self.steps} SGD steps per fit; move a slider to "
                 "refit.")
-
-    def __repr__(self) -> str:
-        return self.text()
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict:
-        data = dict(self.widget._repr_mimebundle_(**kwargs) or {})
-        data["text/plain"] = self.text()
-        return data
 
 
 def elbo_explorer(steps: int = 300, language: str = "en") -> ElboExplorer:

@@ -19,7 +19,6 @@ are used, so the explorer works before the exercises are done.
 from __future__ import annotations
 
 import html
-import io
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from .core import grading_mode
+from .explorer_base import Explorer, png_bytes
 from .messages import message
 
 __all__ = [
@@ -189,12 +189,10 @@ def plot_timings(timings: list[LoaderTiming], newest: int | None = None,
     axes.grid(alpha=0.3, which="both")
     if ordered:
         axes.legend(fontsize=8)
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    return buffer.getvalue()
+    return png_bytes(figure)
 
 
-class LoaderExplorer:
+class LoaderExplorer(Explorer):
     """A batch-size slider; each change times both loaders and redraws.
 
     Parameters
@@ -265,14 +263,6 @@ class LoaderExplorer:
                     "移動滑桿以量測另一個批次大小。")
         return (f"Loader explorer: {len(self.labels)} examples per measurement; "
                 "move the slider to time another batch size.")
-
-    def __repr__(self) -> str:
-        return self.text()
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict:
-        data = dict(self.widget._repr_mimebundle_(**kwargs) or {})
-        data["text/plain"] = self.text()
-        return data
 
 
 def loader_explorer(num_examples: int = 8192, language: str = "en") -> LoaderExplorer:

@@ -20,6 +20,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from .core import grading_mode
+from .explorer_base import Explorer
 
 __all__ = [
     "BatchSplitExplorer",
@@ -147,7 +148,7 @@ def draw_layout(global_batch: int, processes: int, devices_per_process: int,
     return fig
 
 
-class BatchSplitExplorer:
+class BatchSplitExplorer(Explorer):
     """Sliders for processes, devices per process and batch size; redraws.
 
     Parameters
@@ -220,14 +221,6 @@ class BatchSplitExplorer:
             return "explorer: graded separately"
         return ("Batch-split explorer: choose the processes, devices per process "
                 "and global batch size; the rows each device holds update.")
-
-    def __repr__(self) -> str:
-        return self.text()
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict:
-        data = dict(self.widget._repr_mimebundle_(**kwargs) or {})
-        data["text/plain"] = self.text()
-        return data
 
 
 def batch_split_explorer(**initial: Any) -> BatchSplitExplorer:

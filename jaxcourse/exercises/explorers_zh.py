@@ -14,9 +14,7 @@ in Traditional Chinese.
 from __future__ import annotations
 
 import html
-import io
 from dataclasses import dataclass
-from typing import Any
 
 import ipywidgets as widgets
 import jax
@@ -24,6 +22,7 @@ import numpy as np
 from jax import lax
 
 from .core import grading_mode
+from .explorer_base import Explorer, png_bytes
 from .messages import message
 
 __all__ = [
@@ -163,12 +162,10 @@ def plot_exploration(exploration: Exploration) -> bytes:
     axes.set_xlabel("每臺裝置上的第幾筆（vmap 的軸 \"j\"）")
     axes.set_title(f"正規化之後的值：全部的總和 = {e.total:.4g}")
     figure.colorbar(image, ax=axes)
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    return buffer.getvalue()
+    return png_bytes(figure)
 
 
-class DataParallelExplorer:
+class DataParallelExplorer(Explorer):
     """Sliders for devices and per-device batch, a dropdown for the psum axes.
 
     Parameters
@@ -226,14 +223,6 @@ class DataParallelExplorer:
             return message("summary_deferred", "zh-Hant", id="資料平行探索器")
         return ("資料平行探索器：改變裝置數、每臺裝置的批次或 psum 的軸，"
                 "看全域批次、每臺裝置的形狀與總和。")
-
-    def __repr__(self) -> str:
-        return self.text()
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict:
-        data = dict(self.widget._repr_mimebundle_(**kwargs) or {})
-        data["text/plain"] = self.text()
-        return data
 
 
 def data_parallel_explorer(max_per_device: int = 32) -> DataParallelExplorer:

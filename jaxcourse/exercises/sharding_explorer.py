@@ -27,6 +27,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from .core import grading_mode
+from .explorer_base import Explorer
 
 __all__ = [
     "AXES",
@@ -150,7 +151,7 @@ def spec_text(spec: P) -> str:
     return repr(spec)
 
 
-class ShardingExplorer:
+class ShardingExplorer(Explorer):
     """Dropdowns for a mesh, a PartitionSpec and an operation; redraws on change.
 
     Parameters
@@ -237,14 +238,6 @@ class ShardingExplorer:
             return "explorer: graded separately"
         return ("Sharding explorer: choose a mesh, a PartitionSpec and an "
                 "operation; the layout and its communication update.")
-
-    def __repr__(self) -> str:
-        return self.text()
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict:
-        data = dict(self.widget._repr_mimebundle_(**kwargs) or {})
-        data["text/plain"] = self.text()
-        return data
 
 
 def sharding_explorer(**initial: Any) -> ShardingExplorer:
