@@ -69,3 +69,26 @@ def raw_root(raw_template: Path, hermetic_data: Path) -> Path:
     """A private copy of the raw-only data folder, free to corrupt."""
     shutil.copytree(raw_template, hermetic_data)
     return hermetic_data
+
+
+@pytest.fixture()
+def execute_notebook():
+    """Run a notebook in a fresh kernel; return the text of every output.
+
+    Fails the test if any cell raised.
+    """
+
+    def run(path: Path) -> list[str]:
+        import nbformat
+        from nbclient import NotebookClient
+
+        nb = nbformat.read(path, as_version=4)
+        NotebookClient(nb, timeout=300, kernel_name="python3",
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+        errors = [o for o in outputs if o.output_type == "error"]
+        assert not errors, errors
+        return [o.get("data", {}).get("text/plain", "") + o.get("text", "")
+                for o in outputs]
+
+    return run

@@ -361,17 +361,7 @@ def test_student_notebook_is_generated_and_stripped() -> None:
 
 
 @pytest.mark.slow
-def test_student_notebook_runs_and_reports_not_attempted() -> None:
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(STUDENT, as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(STUDENT.parent)}}).execute()
-    texts = [
-        output.get("data", {}).get("text/plain", "") + output.get("text", "")
-        for cell in nb.cells if cell.cell_type == "code" for output in cell.outputs
-    ]
-    assert not [o for c in nb.cells for o in c.get("outputs", [])
-                if o.output_type == "error"]
+def test_student_notebook_runs_and_reports_not_attempted(execute_notebook) -> None:
+    texts = execute_notebook(STUDENT)
     for exercise_id in IDS:
         assert any(f"{exercise_id}: not attempted yet" in t for t in texts), texts

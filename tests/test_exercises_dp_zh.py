@@ -509,16 +509,8 @@ def test_student_notebook_is_generated_and_stripped() -> None:
 
 
 @pytest.mark.slow
-def test_student_notebook_runs_and_reports_not_attempted() -> None:
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(STUDENT, as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(STUDENT.parent)}}).execute()
-    assert not [o for c in nb.cells for o in c.get("outputs", [])
-                if o.output_type == "error"]
-    texts = [o.get("data", {}).get("text/plain", "") + o.get("text", "")
-             for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+def test_student_notebook_runs_and_reports_not_attempted(execute_notebook) -> None:
+    texts = execute_notebook(STUDENT)
     for exercise_id in IDS:
         total = len(get(exercise_id).cases)
         assert f"{exercise_id}：尚未作答（0/{total} 項測試）" in texts

@@ -87,18 +87,10 @@ def test_check_reports_stale_notebooks(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_student_notebook_runs_and_reports_not_attempted(raw_root: Path) -> None:
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(STUDENT, as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(STUDENT.parent)}}).execute()
-    texts = [
-        output.get("data", {}).get("text/plain", "") + output.get("text", "")
-        for cell in nb.cells if cell.cell_type == "code" for output in cell.outputs
-    ]
-    assert not [o for c in nb.cells for o in c.get("outputs", [])
-                if o.output_type == "error"]
+def test_student_notebook_runs_and_reports_not_attempted(
+    raw_root: Path, execute_notebook
+) -> None:
+    texts = execute_notebook(STUDENT)
     for exercise_id, total in zip(IDS, (5, 5, 5, 4), strict=True):
         assert f"{exercise_id}: not attempted yet (0/{total} tests)" in texts
 
