@@ -10,7 +10,7 @@ which the launcher ends after 20 s).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import jax
@@ -20,6 +20,7 @@ import numpy as np
 import psutil
 import pytest
 from jax.experimental import multihost_utils
+from processes import assert_no_children_left
 
 from jaxcourse.exercises import check
 from jaxcourse.exercises.explorers_multiprocess import (
@@ -37,23 +38,10 @@ IDS = ["multiprocess.process_rows", "multiprocess.common_num_steps",
        "multiprocess.sum_metrics", "multiprocess.run_epoch"]
 
 
-def alive(pids: Iterable[int]) -> list[int]:
-    """The pids that still name a running (not zombie) process."""
-    living = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                living.append(pid)
-        except psutil.NoSuchProcess:
-            pass
-    return living
-
-
 @pytest.fixture()
 def no_children_left() -> Iterator[None]:
     yield
-    children = psutil.Process().children(recursive=True)
-    assert not alive(c.pid for c in children), "a check left processes behind"
+    assert_no_children_left("a check left processes behind")
 
 
 def failures(result) -> str:

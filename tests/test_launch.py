@@ -17,33 +17,21 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
+from processes import alive, assert_no_children_left
 
 from jaxcourse import CourseError
 from jaxcourse import launch as launcher
 
 
-def alive(pids: Iterable[int]) -> list[int]:
-    """The pids that still name a running (not zombie) process."""
-    living = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                living.append(pid)
-        except psutil.NoSuchProcess:
-            pass
-    return living
-
-
 @pytest.fixture(autouse=True)
 def no_children_left() -> Iterator[None]:
     yield
-    children = psutil.Process().children(recursive=True)
-    assert not alive(c.pid for c in children), "the launch left processes behind"
+    assert_no_children_left("the launch left processes behind")
 
 
 def write(folder: Path, name: str, code: str) -> Path:
