@@ -1,4 +1,4 @@
-"""Reference solutions of chapter 6's exercises (Traditional Chinese).
+"""Reference solutions of chapter 7's exercises (Traditional Chinese).
 
 Importing this module registers the exercises ``dp_zh.global_normalize``,
 ``dp_zh.split_for_devices``, ``dp_zh.replicate``, ``dp_zh.pmap_step`` and
@@ -30,7 +30,7 @@ from jax.sharding import PartitionSpec as P
 
 from jaxcourse.exercises import Case, Exercise, Mistake, register
 
-CHAPTER = "06_zh_data_parallel"
+CHAPTER = "07_zh_data_parallel"
 NUM_DEVICES = 8
 NUM_CLASSES = 10
 

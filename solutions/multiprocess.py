@@ -1,4 +1,4 @@
-"""Reference code for chapter 5's exercises: keeping several processes in step.
+"""Reference code for chapter 6's exercises: keeping several processes in step.
 
 Importing this module registers the exercises ``multiprocess.process_rows``,
 ``multiprocess.common_num_steps``, ``multiprocess.sum_metrics`` and
@@ -30,7 +30,7 @@ import numpy as np
 from jaxcourse import CourseError
 from jaxcourse.exercises import Case, Exercise, Mistake, register
 
-CHAPTER = "05_multi_process"
+CHAPTER = "06_multi_process"
 
 # --------------------------------------------------------------------------
 # Reference solutions

@@ -72,8 +72,16 @@ DOCS = _toc_files()
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Build the book into a temporary folder and serve it on 127.0.0.1."""
+def site(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[str]:
+    """Build the book from the checkout, as it is, and serve it on 127.0.0.1.
+
+    The sources are the checkout in its own state, tool caches included (the
+    output alone goes elsewhere): a fresh clone gets ``.pytest_cache`` only when
+    pytest ends, so write it now, as a user's second run would find it.
+    """
+    request.config.cache.set("jaxcourse/book-build", True)
     subprocess.run(["bash", str(REPO / "scripts" / "fetch_widget_js.sh")], check=True)
     out = tmp_path_factory.mktemp("book")
     jupyter_book = Path(sys.executable).with_name("jupyter-book")

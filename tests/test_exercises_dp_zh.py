@@ -1,4 +1,4 @@
-"""Chapter 6's exercises (Traditional Chinese): wrong answers are rejected with a
+"""Chapter 7's exercises (Traditional Chinese): wrong answers are rejected with a
 message that names the problem, alternative answers are accepted, every text a
 learner reads is Chinese, the explorer works headlessly, and the student
 notebook and the grader run on 8 devices.
@@ -35,8 +35,8 @@ from jaxcourse.exercises import check, get
 from solutions.dp_zh import loss_fn, make_mesh
 
 ROOT = Path(__file__).resolve().parents[1]
-STUDENT = ROOT / "exercises" / "06_zh_data_parallel_exercises.ipynb"
-MASTER = ROOT / "solutions" / "06_zh_data_parallel_exercises.ipynb"
+STUDENT = ROOT / "exercises" / "07_zh_data_parallel_exercises.ipynb"
+MASTER = ROOT / "solutions" / "07_zh_data_parallel_exercises.ipynb"
 IDS = ["dp_zh.global_normalize", "dp_zh.split_for_devices", "dp_zh.replicate",
        "dp_zh.pmap_step", "dp_zh.data_parallel_grads"]
 NEEDS_8 = {"dp_zh.global_normalize", "dp_zh.pmap_step", "dp_zh.data_parallel_grads"}
@@ -406,7 +406,7 @@ def test_eight_device_exercises_declare_their_devices() -> None:
 def test_texts_are_traditional_chinese(exercise_id) -> None:
     exercise = get(exercise_id)
     assert exercise.language == "zh-Hant"
-    assert exercise.chapter == "06_zh_data_parallel"
+    assert exercise.chapter == "07_zh_data_parallel"
     texts = [exercise.title, *exercise.hints, *(m.message for m in exercise.mistakes),
              *(c.description for c in exercise.cases)]
     assert all(CJK.search(t) for t in texts), [t for t in texts if not CJK.search(t)]

@@ -1,4 +1,4 @@
-"""Chapter 5's exercises and batch-split explorer.
+"""Chapter 6's exercises and batch-split explorer.
 
 Realistic wrong answers are rejected with a message that names the problem,
 alternative correct answers are accepted. The first three exercises are
@@ -33,7 +33,7 @@ from jaxcourse.exercises.explorers_multiprocess import (
 from solutions import multiprocess
 
 ROOT = Path(__file__).resolve().parents[1]
-STUDENT = ROOT / "exercises" / "05_multi_process_exercises.ipynb"
+STUDENT = ROOT / "exercises" / "06_multi_process_exercises.ipynb"
 IDS = ["multiprocess.process_rows", "multiprocess.common_num_steps",
        "multiprocess.sum_metrics", "multiprocess.run_epoch"]
 
@@ -316,7 +316,7 @@ def test_run_epoch_accepts_correct_answers(answer) -> None:
 
 
 def test_layout_matches_the_chapter() -> None:
-    # Chapter 5's load_data.py: 10,000 rows, 4 processes x 2 devices.
+    # Chapter 6's load_data.py: 10,000 rows, 4 processes x 2 devices.
     blocks = row_layout(10_000, 4, 2)
     assert [(b.process, b.local_device, b.start, b.stop) for b in blocks[2:4]] == [
         (1, 0, 2500, 3750), (1, 1, 3750, 5000)]
