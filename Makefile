@@ -5,7 +5,7 @@ export JAX_COURSE_VENV := $(VENV)
 # Quiet TensorFlow's C++ start-up logs; errors still show.
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: setup self data test test-fast lint book lab exercises bench clean
+.PHONY: setup self data test test-fast lint light book lab exercises bench clean
 
 setup:  ## create the environment, install everything, provision the data
 	bash scripts/setup.sh
@@ -19,10 +19,14 @@ self:
 data:  ## provision (or re-check) the offline dataset
 	$(PY) -m jaxcourse.data
 
-lint:  ## ruff over the code and the notebooks
+lint:  ## ruff over the code and the notebooks; actionlint over the workflow
 	$(PY) -m ruff check .
+	$(VENV)/bin/actionlint -no-color .github/workflows/*.yml
 
-test: self lint  ## the full suite: lint, unit tests, nbval over every executed notebook
+light:  ## the Colab job: Python 3.12, Colab's packages, the first cell installs the course
+	bash scripts/light_job.sh
+
+test: self lint  ## the full suite: lint, the Colab job, unit tests, nbval over every notebook
 	$(PY) -m pytest
 
 test-fast: self  ## skip the slow tests
