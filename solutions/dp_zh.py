@@ -67,8 +67,12 @@ def loss_fn(params, images, labels):
     return -jnp.mean(jnp.sum(jax.nn.one_hot(labels, NUM_CLASSES) * log_probs, axis=-1))
 
 
-def make_mesh():
-    """8 臺裝置排成一列、軸名稱為 "batch" 的網格（本章的 `mesh`）."""
+def data_mesh() -> jax.sharding.Mesh:
+    """8 臺裝置排成一列、軸名稱為 "batch" 的網格（本章的 `mesh`），Auto 模式.
+
+    不叫 ``make_mesh``：課程規定每個名為 ``*make_mesh`` 的呼叫都要寫明
+    ``axis_types``，而這個函式已經替呼叫者選好了 Auto。
+    """
     return jax.make_mesh((NUM_DEVICES,), ("batch",), axis_types=(AxisType.Auto,))
 
 
@@ -114,7 +118,7 @@ def pmap_step(params, images, labels, step_size):
 
 def data_parallel_grads(params, images, labels):
     """用 shard_map 算全域批次的平均梯度：參數複製、資料沿 "batch" 分片."""
-    mesh = make_mesh()
+    mesh = data_mesh()
 
     @jax.jit
     @functools.partial(
@@ -211,7 +215,7 @@ def _pmap_step_with(reduce_grads, reduce_loss=True):
 
 def _shard_map_grads(per_device):
     def grads(params, images, labels):
-        return jax.jit(jax.shard_map(per_device, mesh=make_mesh(),
+        return jax.jit(jax.shard_map(per_device, mesh=data_mesh(),
                                      in_specs=(P(), P("batch"), P("batch")),
                                      out_specs=P()))(params, images, labels)
 
@@ -438,11 +442,11 @@ register(
 __all__ = [
     "NUM_DEVICES",
     "batched_predict",
+    "data_mesh",
     "data_parallel_grads",
     "global_normalize",
     "init_params",
     "loss_fn",
-    "make_mesh",
     "pmap_step",
     "predict",
     "replicate",

@@ -1,8 +1,9 @@
 """Reference code for chapter 4's exercises: layouts on a mesh of 8 devices.
 
 Importing this module registers the exercises ``sharding.spec_for_target``,
-``sharding.shard_batch``, ``sharding.shard_mlp_2d`` and
-``sharding.make_hidden_layer`` with :mod:`jaxcourse.exercises`. Their cases
+``sharding.shard_batch``, ``sharding.shard_mlp_2d``,
+``sharding.make_hidden_layer`` (Auto mode) and ``sharding.explicit_product``
+(Explicit mode) with :mod:`jaxcourse.exercises`. Their cases
 need 8 devices (``use_cpu_devices(8)`` before JAX starts); importing does not.
 
 A layout is compared as plain data: for every device, in id order, the
@@ -14,6 +15,7 @@ Two shardings with the same layout are the same answer, however the
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -31,8 +33,8 @@ DEVICES = 8
 # --------------------------------------------------------------------------
 
 
-def make_mesh(shape: tuple[int, ...], names: tuple[str, ...]) -> jax.sharding.Mesh:
-    """Build an ``Auto`` mesh, or say clearly that the devices are missing."""
+def _mesh_devices(shape: tuple[int, ...]) -> list:
+    """Return the devices for a mesh of ``shape``; say clearly if JAX has too few."""
     needed = int(np.prod(shape))
     devices = jax.devices()
     if len(devices) < needed:
@@ -44,8 +46,19 @@ def make_mesh(shape: tuple[int, ...], names: tuple[str, ...]) -> jax.sharding.Me
             f"restart the kernel and run the first cell (use_cpu_devices({needed})) "
             "first"
         )
+    return devices[:needed]
+
+
+def auto_mesh(shape: tuple[int, ...], names: tuple[str, ...]) -> jax.sharding.Mesh:
+    """Build a mesh whose axes are all ``Auto`` (the compiler picks shardings)."""
     return jax.make_mesh(shape, names, axis_types=(AxisType.Auto,) * len(shape),
-                         devices=devices[:needed])
+                         devices=_mesh_devices(shape))
+
+
+def explicit_mesh(shape: tuple[int, ...], names: tuple[str, ...]) -> jax.sharding.Mesh:
+    """Build a mesh whose axes are all ``Explicit`` (shardings in the types)."""
+    return jax.make_mesh(shape, names, axis_types=(AxisType.Explicit,) * len(shape),
+                         devices=_mesh_devices(shape))
 
 
 def layout(array: jax.Array) -> np.ndarray:
@@ -112,13 +125,22 @@ def make_hidden_layer(mesh):
     return hidden_layer
 
 
+def explicit_product(x, y, spec):
+    """Return ``x @ y`` laid out as ``spec``, on the Explicit mesh in context.
+
+    ``x``'s columns and ``y``'s rows (the contracted dimension) are split over
+    the same mesh axis, so JAX cannot tell where the product should live.
+    """
+    return jnp.matmul(x, y, out_sharding=spec)
+
+
 # --------------------------------------------------------------------------
 # Checker specs
 # --------------------------------------------------------------------------
 
 
 def _mesh_2d(names: tuple[str, str] = ("a", "b")) -> jax.sharding.Mesh:
-    return make_mesh((4, 2), names)
+    return auto_mesh((4, 2), names)
 
 
 def _placed(spec_shape: tuple[int, int]):
@@ -156,7 +178,7 @@ def _mlp(sizes: list[int], n: int):
 
 
 def _with_mesh(make, shape: tuple[int, ...], names: tuple[str, ...]):
-    return lambda rng: (*make(rng), make_mesh(shape, names))
+    return lambda rng: (*make(rng), auto_mesh(shape, names))
 
 
 def _values(out) -> tuple:
@@ -265,6 +287,64 @@ def _layer_with(x_spec=None, w_spec=None, h_spec=None):
 def _hidden_mesh(rng: np.random.Generator) -> tuple:
     return (_mesh_2d(("batch", "model")),)
 
+
+def _product_inputs(mesh_shape: tuple[int, int], names: tuple[str, str],
+                    sizes: tuple[int, int, int], spec: P):
+    """Make x (m, k) and y (k, n), k split over ``names[0]`` in both, and the spec."""
+    m, k, n = sizes
+    contracted = names[0]
+
+    def make(rng: np.random.Generator) -> tuple:
+        mesh = explicit_mesh(mesh_shape, names)
+        x = rng.normal(size=(m, k)).astype(np.float32)
+        y = rng.normal(size=(k, n)).astype(np.float32)
+        return (jax.device_put(x, NamedSharding(mesh, P(None, contracted))),
+                jax.device_put(y, NamedSharding(mesh, P(contracted, None))), spec)
+
+    return make
+
+
+def _in_mesh(function, x, y, spec):
+    """Call as the notebook does: with x's mesh set by ``jax.set_mesh``."""
+    with jax.set_mesh(x.sharding.mesh):
+        return function(x, y, spec)
+
+
+def _jitted_in_mesh(function, x, y, spec):
+    with jax.set_mesh(x.sharding.mesh):
+        return jax.jit(function, static_argnums=2)(x, y, spec)
+
+
+def _pieces_in_type(array: jax.Array) -> np.ndarray:
+    """How many pieces each dimension is cut into, according to the *type*."""
+    typed = jax.typeof(array).sharding
+    spec = tuple(typed.spec) + (None,) * (array.ndim - len(typed.spec))
+    sizes = dict(zip(typed.mesh.axis_names, typed.mesh.axis_sizes, strict=True))
+    counts = []
+    for entry in spec:
+        names = () if entry is None else (entry,) if isinstance(entry, str) else entry
+        counts.append(int(np.prod([sizes[name] for name in names])))
+    return np.array(counts, dtype=np.int32)
+
+
+def _typed_layout(out) -> tuple:
+    return layout(out), _pieces_in_type(out)
+
+
+def _product_spec_fixed(x, y, spec):
+    return jnp.matmul(x, y, out_sharding=P("X", None))
+
+
+def _product_replicated(x, y, spec):
+    return jnp.matmul(x, y, out_sharding=P())
+
+
+def _product_spec_swapped(x, y, spec):
+    return jnp.matmul(x, y, out_sharding=P(*reversed(tuple(spec))))
+
+
+PRODUCT_4X2 = ((4, 2), ("X", "Y"))
+PRODUCT_2X4 = ((2, 4), ("cols", "rows"))
 
 COLLECTIVES_TEXT = ", ".join(COLLECTIVES)
 
@@ -424,6 +504,61 @@ register(
             Mistake("you split w's rows, the contracted dimension of x @ w: that "
                     "makes the compiler move data between devices",
                     _layer_with(w_spec=P("model", None), h_spec=P("batch", "model"))),
+        ],
+    ),
+    Exercise(
+        id="sharding.explicit_product",
+        title="Explicit mode: choose where a product lives",
+        chapter=CHAPTER,
+        devices=DEVICES,
+        reference=explicit_product,
+        cases=[
+            Case("explicit_product(x, y, P('X', None)) for x (8, 16) and y (16, 8) "
+                 "whose contracted dimension is split over 'X' (4x2 Explicit "
+                 "mesh ('X', 'Y')): the values of x @ y",
+                 _product_inputs(*PRODUCT_4X2, (8, 16, 8), P("X", None)),
+                 runner=_in_mesh),
+            Case("the same product: split by rows over 'X', in the layout and "
+                 "in its type (jax.typeof(out).sharding)",
+                 _product_inputs(*PRODUCT_4X2, (8, 16, 8), P("X", None)),
+                 runner=_in_mesh, extract=_typed_layout),
+            Case("explicit_product(x, y, P(None, 'X')) for x (8, 8) and y (8, 12): "
+                 "split by columns, in the layout and the type",
+                 _product_inputs(*PRODUCT_4X2, (8, 8, 12), P(None, "X")),
+                 runner=_in_mesh, extract=_typed_layout, seed=1),
+            Case("on a 2x4 Explicit mesh ('cols', 'rows'), x (4, 8) @ y (8, 8) "
+                 "with the contracted dimension over 'cols', asked for "
+                 "P('rows', 'cols'): values, layout and type",
+                 _product_inputs(*PRODUCT_2X4, (4, 8, 8), P("rows", "cols")),
+                 runner=_in_mesh, extract=lambda out: (out, *_typed_layout(out)),
+                 seed=2),
+            Case("jax.jit(explicit_product) with the spec static, "
+                 "P('X', 'Y') on the 4x2 mesh: values, layout and type",
+                 _product_inputs(*PRODUCT_4X2, (8, 16, 8), P("X", "Y")),
+                 runner=_jitted_in_mesh,
+                 extract=lambda out: (out, *_typed_layout(out)), seed=3),
+        ],
+        hints=[
+            "Under an Explicit mesh, x @ y asks JAX to decide where the product "
+            "lives, and when both operands split the summed dimension over the "
+            "same mesh axis it refuses: any choice would be a different program. "
+            "Which argument lets you decide instead?",
+            "jnp.matmul, jnp.dot and jnp.einsum take an out_sharding keyword; "
+            "with a mesh set by jax.set_mesh, a PartitionSpec is enough there.",
+            "Use the spec you are given, not one written in: the check asks for "
+            "rows, columns and both, on two meshes. jax.reshard can also move a "
+            "result to a layout afterwards.",
+        ],
+        mistakes=[
+            Mistake("the product comes out replicated (every device holds all of "
+                    "it): ask for the requested layout instead of P()",
+                    _product_replicated),
+            Mistake("the layout does not change with the requested spec: did you "
+                    "write P('X', None) in instead of using spec?",
+                    _product_spec_fixed),
+            Mistake("the layout looks transposed: the spec's first entry is about "
+                    "the product's rows, the second about its columns",
+                    _product_spec_swapped),
         ],
     ),
 )

@@ -32,7 +32,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxcourse.exercises import check, get
-from solutions.dp_zh import loss_fn, make_mesh
+from solutions.dp_zh import data_mesh, loss_fn
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDENT = ROOT / "exercises" / "07_zh_data_parallel_exercises.ipynb"
@@ -196,7 +196,7 @@ def step_optax_sgd(params, images, labels, step_size):
 def _in_shard_map(per_device):
     def data_parallel_grads(params, images, labels):
         return jax.jit(jax.shard_map(
-            per_device, mesh=make_mesh(), in_specs=(P(), P("batch"), P("batch")),
+            per_device, mesh=data_mesh(), in_specs=(P(), P("batch"), P("batch")),
             out_specs=P(),
         ))(params, images, labels)
 
@@ -215,7 +215,7 @@ def grads_one_device(params, images, labels):
 
 
 def grads_sharded_jit(params, images, labels):
-    mesh = make_mesh()
+    mesh = data_mesh()
     data = NamedSharding(mesh, P("batch"))
     images, labels = jax.device_put((images, labels), data)
     params = jax.device_put(params, NamedSharding(mesh, P()))
@@ -228,7 +228,7 @@ grads_local_over_n = _in_shard_map(
 
 
 def grads_value_and_grad(params, images, labels):
-    @functools.partial(jax.shard_map, mesh=make_mesh(),
+    @functools.partial(jax.shard_map, mesh=data_mesh(),
                        in_specs=(P(), P("batch"), P("batch")), out_specs=P())
     def per_device(params, images, labels):
         def global_loss(p):

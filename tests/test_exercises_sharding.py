@@ -22,7 +22,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 STUDENT = ROOT / "exercises" / "04_distributed_arrays_exercises.ipynb"
 IDS = ["sharding.spec_for_target", "sharding.shard_batch", "sharding.shard_mlp_2d",
-       "sharding.make_hidden_layer"]
+       "sharding.make_hidden_layer", "sharding.explicit_product"]
 MARK = "RESULT-JSON:"
 
 
@@ -185,6 +185,39 @@ def hidden_not_jitted(mesh):  # correct: the check compiles it anyway
     def hidden_layer(x, w):
         return jax.lax.with_sharding_constraint(jax.nn.relu(jnp.dot(x, w)), target)
     return hidden_layer
+
+# -- exercise 5 (Explicit mode): x's columns and y's rows are split alike
+def product_plain(x, y, spec):  # JAX refuses: the sharding is ambiguous
+    return x @ y
+
+def product_constrained(x, y, spec):  # an Auto-mode habit; still ambiguous
+    return jax.lax.with_sharding_constraint(x @ y, spec)
+
+def product_replicated(x, y, spec):
+    return jnp.matmul(x, y, out_sharding=P())
+
+def product_fixed_spec(x, y, spec):
+    return jnp.matmul(x, y, out_sharding=P("X", None))
+
+def product_swapped_spec(x, y, spec):
+    rows, columns = spec
+    return jnp.matmul(x, y, out_sharding=P(columns, rows))
+
+def product_dot(x, y, spec):  # correct
+    return jnp.dot(x, y, out_sharding=spec)
+
+def product_einsum(x, y, spec):  # correct
+    return jnp.einsum("ik,kj->ij", x, y, out_sharding=spec)
+
+def product_then_reshard(x, y, spec):  # correct: replicated product, then moved
+    return jax.reshard(jnp.matmul(x, y, out_sharding=P()), spec)
+
+def product_gather_first(x, y, spec):  # correct: gather x, then the result is clear
+    whole_x = jax.reshard(x, P())
+    return jax.reshard(whole_x @ y, spec)
+
+def product_auto_axes(x, y, spec):  # correct: let the compiler choose, fix the output
+    return jax.sharding.auto_axes(jnp.matmul, out_sharding=spec)(x, y)
 '''
 
 WRONG = {
@@ -216,12 +249,22 @@ WRONG = {
         ("hidden_split_w_rows", "split w's rows, the contracted dimension"),
         ("hidden_wrong_axis_name", "Resource axis: data"),
     ],
+    "sharding.explicit_product": [
+        ("product_plain", "Please specify the output sharding via the `out_sharding`"),
+        ("product_constrained", "it is ambiguous how the output should be sharded"),
+        ("product_replicated", "the product comes out replicated"),
+        ("product_fixed_spec", "did you write P('X', None) in instead of using spec"),
+        ("product_swapped_spec", "the layout looks transposed"),
+    ],
 }
 RIGHT = {
     "sharding.spec_for_target": ["spec_from_mesh_names"],
     "sharding.shard_batch": ["dp_per_leaf"],
     "sharding.shard_mlp_2d": ["mp_tree_map"],
     "sharding.make_hidden_layer": ["hidden_split_w_columns", "hidden_not_jitted"],
+    "sharding.explicit_product": ["product_dot", "product_einsum",
+                                  "product_then_reshard", "product_gather_first",
+                                  "product_auto_axes"],
 }
 
 
@@ -290,7 +333,7 @@ def test_too_few_devices_is_a_clear_error() -> None:
 
         jnp.ones(2)  # JAX starts with one device
         try:
-            sharding.make_mesh((4, 2), ("a", "b"))
+            sharding.auto_mesh((4, 2), ("a", "b"))
         except Exception as err:
             mesh_error = f"{{type(err).__name__}}: {{err}}"
         try:
@@ -431,7 +474,7 @@ def test_student_notebook_is_stripped() -> None:
     student = nbformat.read(STUDENT, as_version=4)
     text = "\n".join(cell.source for cell in student.cells)
     assert "BEGIN SOLUTION" not in text and 'P("b", "a")' not in text
-    assert text.count(STUB) == 4
+    assert text.count(STUB) == 5
     assert not any(cell.get("outputs") for cell in student.cells
                    if cell.cell_type == "code")
 
@@ -439,7 +482,7 @@ def test_student_notebook_is_stripped() -> None:
 @pytest.mark.slow
 def test_student_notebook_runs_and_reports_not_attempted(execute_notebook) -> None:
     texts = execute_notebook(STUDENT)
-    for exercise_id, total in zip(IDS, (2, 3, 3, 3), strict=True):
+    for exercise_id, total in zip(IDS, (2, 3, 3, 3, 5), strict=True):
         assert f"{exercise_id}: not attempted yet (0/{total} tests)" in texts
 
 
@@ -479,6 +522,7 @@ def test_grading_a_submission(tmp_path: Path) -> None:
         "sharding.shard_batch": 1.0,
         "sharding.shard_mlp_2d": 0.0,
         "sharding.make_hidden_layer": round(2 / 3, 4),
+        "sharding.explicit_product": 0.0,
     }
     assert "forget the with_sharding_constraint" in " ".join(
         row["feedback"]["sharding.make_hidden_layer"])
