@@ -23,13 +23,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from browser import SHOTS, chromium, severe_log_entries, wait_until
 
 pytestmark = pytest.mark.slow
 
+
 REPO = Path(__file__).resolve().parents[1]
-SHOTS = REPO / "tests" / "_artifacts" / "screenshots"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMEDRIVER = Path("/usr/bin/chromedriver")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 WAIT_S = 30.0
@@ -131,52 +130,15 @@ class Quiet(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
-    """Headless Chromium; a missing browser is a failure, never a skip."""
-    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
-    if missing:
-        pytest.fail(
-            f"{' and '.join(missing)} not found: the browser test needs Debian's "
-            "`chromium` and `chromium-driver` packages (run `make setup`, which "
-            "installs them, or `sudo apt-get install chromium chromium-driver`)."
-        )
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        "--window-size=1280,2000",
-    ):
-        options.add_argument(arg)
-    options.set_capability(
-        "goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"}
-    )
-    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
-    driver.set_page_load_timeout(WAIT_S)
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    try:
+    """Headless Chromium, logging the network so foreign requests can be found."""
+    with chromium(performance_log=True) as driver:
+        driver.set_page_load_timeout(WAIT_S)
         yield driver
-    finally:
-        driver.quit()
 
 
 def _wait(driver: object, script: str, what: str, url: str) -> None:
     """Poll a JavaScript predicate until it holds, or fail naming what is missing."""
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        if driver.execute_script(script):
-            return
-        time.sleep(0.2)
-    pytest.fail(f"{url}: {what} within {WAIT_S:.0f} s")
+    wait_until(lambda: driver.execute_script(script), f"{url}: {what}", WAIT_S)
 
 
 def _requested_urls(driver: object) -> list[str]:
@@ -251,11 +213,7 @@ def test_page(browser: object, site: str, doc: str) -> None:
     assert not broken, f"{url}: images that did not load: {broken}"
 
     # Chromium asks every site for /favicon.ico by itself; the book has none.
-    severe = [
-        e["message"]
-        for e in driver.get_log("browser")
-        if e["level"] == "SEVERE" and "/favicon.ico " not in e["message"]
-    ]
+    severe = severe_log_entries(driver, ignore=("/favicon.ico ",))
     assert not severe, f"{url}: browser errors:\n" + "\n".join(severe)
 
     host = urllib.parse.urlsplit(site).netloc

@@ -1,0 +1,375 @@
+"""Exercise notebooks in a live JupyterLab, driven in headless Chromium like a learner.
+
+A real JupyterLab server starts on 127.0.0.1 with a token, over a private
+folder holding copies of two student notebooks (the English one of chapter 3
+and the Traditional-Chinese one of chapter 7). For each: open it, Run All, type
+a correct answer into the first exercise, run it and press Check (every test
+must pass), type a wrong answer and press Check (the panel must name the
+mistake), press Hint and Show solution (their text must appear), and move a
+slider of the explorer (its output must change). The browser console must stay
+free of errors. Screenshots go to tests/_artifacts/screenshots/lab__*.png. The
+server is shut down at the end, and no process it started may outlive it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import pytest
+from browser import SHOTS, chromium, severe_log_entries, wait_until
+from processes import alive
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+RUN_ALL_S = 240.0
+CHECK_S = 60.0
+
+
+@dataclass(frozen=True)
+class Learner:
+    """What a learner types and reads in one exercise notebook."""
+
+    notebook: str
+    function: str  # the first exercise's function, as its cell defines it
+    right: str  # a correct answer, typed as one line
+    wrong: str  # a wrong answer, typed as one line
+    mistake: str  # words of the panel's message for the wrong answer
+    summary: str  # the panel summary's words after "passed/total"
+    buttons: tuple[str, str, str]  # Check, Hint, Show solution
+    hint_header: str  # what the Hint button reveals first
+    solution_words: str  # words of the reference the Show-solution button reveals
+
+
+LEARNERS = [
+    Learner(
+        notebook="03_vmap_bayesian_exercises.ipynb",
+        function="batched_log_joint",
+        right="def batched_log_joint(beta, all_x, y): "
+              "return jax.vmap(log_joint, in_axes=(0, None, None))(beta, all_x, y)",
+        # Both sums without an axis: the whole batch becomes one number.
+        wrong="def batched_log_joint(beta, all_x, y): "
+              "return jnp.sum(jsp.stats.norm.logpdf(beta, 0.0, 1.0)) + "
+              "jnp.sum(-jax.nn.softplus(-(2 * y - 1) * jnp.dot(all_x, beta.T).T))",
+        mistake="the sums have no axis",
+        summary="tests passed",
+        buttons=("Check", "Hint", "Show solution"),
+        hint_header="Hint 1",
+        solution_words="def batched_log_joint",
+    ),
+    Learner(
+        notebook="07_zh_data_parallel_exercises.ipynb",
+        function="global_normalize",
+        right="def global_normalize(grid): return jax.pmap(jax.vmap("
+              "lambda x: x / lax.psum(x, ('i', 'j')), axis_name='j'), "
+              "axis_name='i')(grid)",
+        # Normalizes each device's row on its own: psum over "j" only.
+        wrong="def global_normalize(grid): return jax.pmap(jax.vmap("
+              "lambda x: x / lax.psum(x, 'j'), axis_name='j'), axis_name='i')(grid)",
+        mistake="只跨內層的",
+        summary="項測試通過",
+        buttons=("檢查", "提示", "顯示解答"),
+        hint_header="提示",
+        solution_words="def global_normalize",
+    ),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _settings(folder: Path) -> None:
+    """JupyterLab settings for a test: every cell in the page, no news pop-up."""
+    files = {
+        "@jupyterlab/notebook-extension/tracker.jupyterlab-settings":
+            {"windowingMode": "none"},
+        "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
+            {"fetchNews": "false", "checkForUpdates": False},
+    }
+    for name, value in files.items():
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value), encoding="utf-8")
+
+
+@dataclass
+class Lab:
+    """A running JupyterLab server."""
+
+    url: str
+    token: str
+    root: Path
+    process: subprocess.Popen
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """Start JupyterLab on 127.0.0.1 over copies of the student notebooks."""
+    home = tmp_path_factory.mktemp("lab")
+    root = home / "notebooks"
+    root.mkdir()
+    for learner in LEARNERS:
+        shutil.copy(REPO / "exercises" / learner.notebook, root / learner.notebook)
+    _settings(home / "settings")
+    token, port = secrets.token_hex(16), _free_port()
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"),
+           "IPYTHONDIR": str(home / "ipython"), "JUPYTER_RUNTIME_DIR": str(home / "rt")}
+    command = [
+        str(Path(sys.executable).with_name("jupyter")), "lab", "--no-browser",
+        "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.user_settings_dir={home / 'settings'}",
+        f"--LabApp.workspaces_dir={home / 'workspaces'}",
+    ]
+    if os.geteuid() == 0:
+        command.append("--allow-root")  # CI runs as root
+    log = (home / "lab.log").open("w")
+    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    started = Lab(url, token, root, process)
+    descendants: set[int] = set()
+    try:
+        wait_until(lambda: _answers(f"{url}/api/status?token={token}") or
+                   process.poll() is not None, "JupyterLab did not start", 90)
+        assert process.poll() is None, (home / "lab.log").read_text()[-3000:]
+        yield started
+        descendants = {p.pid for p in psutil.Process(process.pid).children(True)}
+    finally:
+        _shutdown(started)
+        log.close()
+    left = alive(descendants | {process.pid})
+    assert not left, f"processes left after JupyterLab's shutdown: {left}"
+
+
+def _answers(url: str, data: bytes | None = None) -> bool:
+    try:
+        with urllib.request.urlopen(url, data=data, timeout=5) as response:  # noqa: S310
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def _shutdown(lab: Lab) -> None:
+    """Ask the server to stop (it stops its kernels), then make sure it has."""
+    _answers(f"{lab.url}/api/shutdown?token={lab.token}", data=b"")
+    try:
+        lab.process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pass
+    # Whatever did not stop in time goes, with everything it started.
+    try:
+        for child in psutil.Process(lab.process.pid).children(recursive=True):
+            child.kill()
+        lab.process.kill()
+        lab.process.wait(timeout=10)
+    except (psutil.NoSuchProcess, ProcessLookupError):
+        pass
+
+
+# ---- driving the notebook --------------------------------------------------------
+
+
+def _cells(driver: object) -> list:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-Cell")
+
+
+def _menu(driver: object, top: str, item: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    bar = [e for e in driver.find_elements(By.CSS_SELECTOR, ".lm-MenuBar-itemLabel")
+           if e.text == top]
+    assert bar, f"no {top} menu"
+    bar[0].click()
+    entry = wait_until(
+        lambda: [e for e in driver.find_elements(By.CSS_SELECTOR, ".lm-Menu-itemLabel")
+                 if e.text == item], f"no {item!r} in the {top} menu", 10)
+    entry[0].click()
+
+
+def _busy(driver: object) -> bool:
+    # A cell waiting or running shows [*] in its prompt.
+    return driver.execute_script(
+        "return [...document.querySelectorAll('.jp-InputPrompt')]"
+        ".some(e => e.textContent.includes('*'));")
+
+
+def _all_ran(driver: object) -> bool:
+    # Every code cell's prompt holds an execution count, as in "[12]:".
+    return driver.execute_script(
+        "const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')];"
+        "return p.length > 0 && p.every(e => /\\[\\d+\\]/.test(e.textContent));")
+
+
+def _kernel_idle(driver: object) -> bool:
+    return driver.execute_script(
+        "const s = document.querySelector('.jp-Notebook-ExecutionIndicator');"
+        "return !!s && s.getAttribute('data-status') === 'idle';")
+
+
+def _type_into(driver: object, cell: object, text: str) -> None:
+    """Replace a code cell's text with ``text``, typed, and run the cell."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", cell)
+    editor = cell.find_element(By.CSS_SELECTOR, ".cm-content")
+    editor.click()
+    ActionChains(driver).key_down(Keys.CONTROL).send_keys("a").key_up(
+        Keys.CONTROL).send_keys(Keys.DELETE).perform()
+    editor.send_keys(text)
+    # The editor closes brackets itself; typing the closing one steps over it, so
+    # what was typed and what the cell holds must agree.
+    assert editor.text == text, f"the editor holds {editor.text!r}"
+    ActionChains(driver).key_down(Keys.SHIFT).send_keys(Keys.ENTER).key_up(
+        Keys.SHIFT).perform()
+    wait_until(lambda: not _busy(driver) and _kernel_idle(driver),
+               "the cell did not finish", CHECK_S)
+
+
+def _output_text(cell: object) -> str:
+    from selenium.webdriver.common.by import By
+
+    areas = cell.find_elements(By.CSS_SELECTOR, ".jp-OutputArea")
+    return areas[0].text if areas else ""
+
+
+def _button(cell: object, label: str) -> object:
+    from selenium.webdriver.common.by import By
+
+    buttons = [b for b in cell.find_elements(By.CSS_SELECTOR, ".widget-button")
+               if b.text.strip() == label]
+    assert buttons, f"no {label!r} button in {_output_text(cell)[:200]!r}"
+    return buttons[0]
+
+
+def _all_passed(text: str, summary: str) -> bool:
+    counts = re.search(rf"(\d+)/(\d+) {summary}", text)
+    return bool(counts) and counts[1] == counts[2]
+
+
+def _click_and_read(driver: object, cell: object, label: str, wanted: str) -> str:
+    """Click a panel's button; return its output once ``wanted`` appears in it."""
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", cell)
+    _button(cell, label).click()
+    def shown() -> str:
+        text = _output_text(cell)
+        return text if wanted in text else ""
+
+    return wait_until(shown, f"{label}: the panel never showed {wanted!r}", CHECK_S)
+
+
+@pytest.mark.parametrize("learner", LEARNERS, ids=lambda x: x.notebook.split("_")[0])
+def test_a_learner_works_through_the_first_exercise(lab: Lab, learner: Learner) -> None:
+    shot = SHOTS / f"lab__{Path(learner.notebook).stem}"
+    with chromium(window="1400,1000") as driver:
+        try:
+            _work_through(driver, lab, learner, shot)
+        except BaseException:
+            driver.save_screenshot(f"{shot}__failed.png")
+            raise
+        finally:
+            _stop_kernels(lab)
+
+
+def _stop_kernels(lab: Lab) -> None:
+    """Shut down every kernel, so the next notebook has the CPU to itself."""
+    with urllib.request.urlopen(f"{lab.url}/api/kernels?token={lab.token}",
+                                timeout=10) as response:  # noqa: S310
+        kernels = json.load(response)
+    for kernel in kernels:
+        request = urllib.request.Request(
+            f"{lab.url}/api/kernels/{kernel['id']}?token={lab.token}", method="DELETE")
+        urllib.request.urlopen(request, timeout=30).close()  # noqa: S310
+
+
+def _work_through(driver: object, lab: Lab, learner: Learner, shot: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    # A workspace of its own: the notebook opened by another test stays closed.
+    workspace = Path(learner.notebook).stem
+    driver.get(f"{lab.url}/lab/workspaces/{workspace}/tree/{learner.notebook}"
+               f"?reset&token={lab.token}")
+    wait_until(lambda: len(_cells(driver)) > 5 and _kernel_idle(driver),
+               "the notebook did not open with an idle kernel", 90)
+
+    # A Run All sent while the kernel is still connecting can be dropped: try
+    # again if nothing starts.
+    for _ in range(3):
+        _menu(driver, "Run", "Run All Cells")
+        if wait_until(lambda: _busy(driver) or _all_ran(driver), "", 20, fail=False):
+            break
+    wait_until(lambda: _all_ran(driver) and _kernel_idle(driver),
+               "Run All did not finish", RUN_ALL_S)
+    errors = driver.execute_script(
+        "return [...document.querySelectorAll('.jp-OutputArea-output')]"
+        ".filter(e => e.getAttribute('data-mime-type') === "
+        "'application/vnd.jupyter.stderr' && e.innerText.includes('Error'))"
+        ".map(e => e.innerText.slice(0, 300));")
+    assert not errors, f"Run All raised: {errors}"
+
+    cells = _cells(driver)
+    index = next(i for i, c in enumerate(cells)
+                 if f"def {learner.function}(" in c.text)
+    code, panel = cells[index], cells[index + 1]
+    # Widget views render a moment after their output arrives.
+    wait_until(lambda: any(w in _output_text(panel)
+                           for w in ("not attempted", "尚未作答")),
+               "the panel does not say the exercise is not attempted", CHECK_S)
+
+    _type_into(driver, code, learner.right)
+    text = _click_and_read(driver, panel, learner.buttons[0], learner.summary)
+    assert _all_passed(text, learner.summary) and "✗" not in text, text
+    driver.save_screenshot(f"{shot}__right.png")
+
+    _type_into(driver, code, learner.wrong)
+    text = _click_and_read(driver, panel, learner.buttons[0], learner.mistake)
+    assert not _all_passed(text, learner.summary), text
+    driver.save_screenshot(f"{shot}__wrong.png")
+
+    _click_and_read(driver, panel, learner.buttons[1], learner.hint_header)
+    _click_and_read(driver, panel, learner.buttons[2], learner.solution_words)
+    driver.save_screenshot(f"{shot}__hint_solution.png")
+
+    # The explorer: the last output with a slider; move it with the keyboard.
+    explorer = [c for c in _cells(driver)
+                if c.find_elements(By.CSS_SELECTOR, ".noUi-handle")][-1]
+    driver.execute_script("arguments[0].scrollIntoView({block: 'start'});",
+                          explorer)
+    before = _output_text(explorer)
+    handle = explorer.find_elements(By.CSS_SELECTOR, ".noUi-handle")[0]
+    handle.click()
+    # A slider may start at its maximum: then the step that moves it is left.
+    for key in (Keys.ARROW_RIGHT, Keys.ARROW_LEFT):
+        handle.send_keys(key)
+        if wait_until(lambda: _output_text(explorer) != before, "", CHECK_S / 2,
+                      fail=False):
+            break
+    assert _output_text(explorer) != before, (
+        "the explorer's output did not change when its slider moved")
+    wait_until(lambda: not _busy(driver) and _kernel_idle(driver),
+               "the explorer did not finish", CHECK_S)
+    driver.save_screenshot(f"{shot}__explorer.png")
+
+    severe = severe_log_entries(driver, ignore=("/favicon.ico ",))
+    assert not severe, "browser errors:\n" + "\n".join(severe)
