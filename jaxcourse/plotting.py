@@ -96,17 +96,31 @@ def _register_new_system_fonts() -> None:
                 continue  # an unreadable file is not ours to report
 
 
-def use_cjk_font(candidates: Sequence[str] = CJK_FONTS) -> str:
+def _use(family: str) -> str:
+    rest = [f for f in rcParams["font.sans-serif"] if f != family]
+    rcParams["font.sans-serif"] = [family, *rest]
+    rcParams["font.family"] = ["sans-serif"]
+    return family
+
+
+def use_cjk_font(
+    candidates: Sequence[str] = CJK_FONTS, fetch: bool = True, script: str = "TC"
+) -> str:
     """Make matplotlib draw Chinese text with the first installed CJK font.
 
     Call it once per kernel, before drawing. Latin letters, digits and the
     minus sign still render (matplotlib falls back to DejaVu Sans for any
-    glyph the CJK font lacks).
+    glyph the CJK font lacks). Where no installed font can draw Chinese (Colab
+    has none), a pinned Noto Sans is fetched once (:mod:`jaxcourse.fonts`).
 
     Parameters
     ----------
     candidates : sequence of str, optional
         Font families to try, in order; by default :data:`CJK_FONTS`.
+    fetch : bool, optional
+        Whether to fetch a font when none of ``candidates`` is installed.
+    script : {"TC", "SC"}, optional
+        The glyph shapes of the fetched font: Traditional or Simplified.
 
     Returns
     -------
@@ -122,16 +136,28 @@ def use_cjk_font(candidates: Sequence[str] = CJK_FONTS) -> str:
     for attempt in range(2):
         for family in candidates:
             if font_covers(family):
-                rest = [f for f in rcParams["font.sans-serif"] if f != family]
-                rcParams["font.sans-serif"] = [family, *rest]
-                rcParams["font.family"] = ["sans-serif"]
-                return family
+                return _use(family)
         if attempt == 0:
             _register_new_system_fonts()
+    fetched = ""
+    if fetch:
+        from jaxcourse.fonts import FontFetchError, fetch_cjk_font
+
+        try:
+            path, family = fetch_cjk_font(script)
+        except FontFetchError as err:
+            fetched = f" Fetching one failed too: {err}."
+        else:
+            font_manager.fontManager.addfont(str(path))
+            if font_covers(family, _SAMPLE if script == "TC" else "数据并行设备"):
+                return _use(family)
+            fetched = f" The fetched {path.name} cannot draw them either."
     raise FontNotFoundError(
         "No font that can draw Chinese text is installed (tried: "
         + ", ".join(candidates)
-        + "). On Debian or Ubuntu run `sudo apt-get install fonts-noto-cjk` "
+        + ")."
+        + fetched
+        + " On Debian or Ubuntu run `sudo apt-get install fonts-noto-cjk` "
         "(the course's `make setup` does it); on macOS or Windows the system "
         "CJK fonts are found by themselves. Then restart the kernel."
     )

@@ -30,6 +30,8 @@ def hermetic_data(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     for var in (data.DATASET_ENV, data.MNIST_DIR_ENV, data.FASHION_DIR_ENV):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(data, "MNIST_HOST", ("127.0.0.1", _closed_port()))
+    # A fetched CJK font goes to the test's folder, never to the user's.
+    monkeypatch.setenv("JAX_COURSE_FONT_DIR", str(tmp_path / "fonts"))
     return root
 
 

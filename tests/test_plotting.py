@@ -63,11 +63,11 @@ def test_debian_noto_font_is_preferred() -> None:
 
 def test_no_cjk_font_raises_a_course_error() -> None:
     with matplotlib.rc_context(), pytest.raises(CourseError, match="fonts-noto-cjk"):
-        plotting.use_cjk_font(candidates=("No Such Font Family",))
+        plotting.use_cjk_font(candidates=("No Such Font Family",), fetch=False)
 
 
 def test_latin_font_is_not_accepted_as_cjk() -> None:
     assert not plotting.font_covers("DejaVu Sans")
     assert not plotting.font_covers("No Such Font Family")
     with matplotlib.rc_context(), pytest.raises(plotting.FontNotFoundError):
-        plotting.use_cjk_font(candidates=("DejaVu Sans",))
+        plotting.use_cjk_font(candidates=("DejaVu Sans",), fetch=False)
