@@ -26,7 +26,7 @@ lint:  ## ruff over the code and the notebooks; actionlint over the workflow
 light:  ## the Colab job: Python 3.12, Colab's packages, the first cell installs the course
 	bash scripts/light_job.sh
 
-test: self lint  ## the full suite: lint, the Colab job, unit tests, nbval over every notebook
+test: self lint light  ## the full suite: lint, the Colab job, unit tests, nbval over every notebook
 	$(PY) -m pytest
 
 test-fast: self  ## skip the slow tests
