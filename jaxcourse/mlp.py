@@ -23,6 +23,7 @@ __all__ = [
     "loss",
     "make_scan_epoch",
     "one_hot",
+    "plot_accuracy_against_reference",
     "predict",
     "update",
 ]
@@ -170,3 +171,50 @@ def make_scan_epoch(step_size: float = 0.01, num_classes: int = 10):
         return params
 
     return epoch
+
+
+def plot_accuracy_against_reference(
+    history: Sequence[dict],
+    reference: dict,
+    *,
+    this_run: str,
+    reference_run: str,
+):
+    """Plot a run's accuracies and a reference run's in two panels, side by side.
+
+    The panels are separate because the two runs may not share a dataset (the
+    course falls back to Fashion-MNIST where MNIST cannot be fetched), and the
+    accuracies of two datasets do not share a scale.
+
+    Parameters
+    ----------
+    history : sequence of dict
+        One dict per epoch with keys ``"epoch"``, ``"train_acc"``, ``"test_acc"``.
+    reference : dict
+        Lists under the keys ``"epoch"``, ``"train_acc"`` and ``"test_acc"``.
+    this_run, reference_run : str
+        Panel titles: which dataset and machine each run used.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure, for the caller to show.
+    """
+    import matplotlib.pyplot as plt  # only the chapters that plot need it
+
+    fig, (ours, theirs) = plt.subplots(1, 2, figsize=(11, 4))
+    epochs = [h["epoch"] for h in history]
+    ours.plot(epochs, [h["train_acc"] for h in history], "o-", label="train")
+    ours.plot(epochs, [h["test_acc"] for h in history], "s-", label="test")
+    theirs.plot(reference["epoch"], reference["train_acc"], "o--", color="k",
+                label="train")
+    theirs.plot(reference["epoch"], reference["test_acc"], "s--", color="gray",
+                label="test")
+    for ax, title in ((ours, this_run), (theirs, reference_run)):
+        ax.set(xlabel="epoch", ylabel="accuracy", title=title)
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle("Accuracy after each epoch: two runs, two panels (the heights "
+                 "compare only when both panels show the same dataset)")
+    fig.tight_layout()
+    return fig

@@ -1,8 +1,9 @@
 """Reference code for chapter 3's exercises: batching a Bayesian model, and its ELBO.
 
 Importing this module registers the exercises ``bayes.batched_log_joint``,
-``bayes.vmapped_log_joint``, ``bayes.sample_betas`` and
-``bayes.elbo_value_and_grad`` with :mod:`jaxcourse.exercises`.
+``bayes.vmapped_log_joint``, ``bayes.sample_betas``,
+``bayes.elbo_value_and_grad`` and ``bayes.ascent_step`` with
+:mod:`jaxcourse.exercises`.
 
 The model is chapter 3's Bayesian logistic regression, with one change: the
 data are arguments (``all_x``, ``y``) instead of globals, so the checks can
@@ -69,6 +70,14 @@ def elbo_value_and_grad(beta_loc, beta_log_scale, epsilon, all_x, y):
     return jax.value_and_grad(elbo, argnums=(0, 1))(beta_loc, beta_log_scale)
 
 
+def ascent_step(beta_loc, beta_log_scale, epsilon, all_x, y, step_size):
+    """One step of gradient ascent on the ELBO: ``(elbo, new_loc, new_log_scale)``."""
+    value, (loc_grad, log_scale_grad) = elbo_value_and_grad(
+        beta_loc, beta_log_scale, epsilon, all_x, y)
+    return (value, beta_loc + step_size * loc_grad,
+            beta_log_scale + step_size * log_scale_grad)
+
+
 # --------------------------------------------------------------------------
 # Checker specs
 # --------------------------------------------------------------------------
@@ -86,7 +95,9 @@ def chapter_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.random.Random
 
 def _chapter_betas(rng: np.random.Generator) -> tuple:
     _, all_x, y, stream = chapter_data()
-    stream.randn(10)  # the chapter's test_beta comes first
+    stream.randn(10)  # the chapter's test_beta comes first,
+    stream.randn(10, 10)  # then the two batches of the failing call,
+    stream.randn(10, 10)  # as in the seed's run
     return stream.randn(10, 10).astype(np.float32), all_x, y
 
 
@@ -178,6 +189,33 @@ def _no_entropy(beta_loc, beta_log_scale, epsilon, all_x, y):
     return jax.value_and_grad(elbo, argnums=(0, 1))(beta_loc, beta_log_scale)
 
 
+def _step_inputs(features: int, samples: int, points: int, step_size: float,
+                 chapter: bool = False):
+    def make(rng: np.random.Generator) -> tuple:
+        loc, log_scale, *rest = (_chapter_elbo_inputs(rng) if chapter else
+                                 _elbo_inputs(features, samples, points)(rng))
+        # Parameters as JAX arrays, as in the chapter's loop: immutable, so the
+        # seed's `beta_loc += step_size * grad` rebinds instead of writing in place.
+        return (jnp.asarray(loc), jnp.asarray(log_scale), *rest, step_size)
+
+    return make
+
+
+def _descent(beta_loc, beta_log_scale, epsilon, all_x, y, step_size):
+    value, (g_loc, g_scale) = elbo_value_and_grad(
+        beta_loc, beta_log_scale, epsilon, all_x, y)
+    return value, beta_loc - step_size * g_loc, beta_log_scale - step_size * g_scale
+
+
+def _loc_only(beta_loc, beta_log_scale, epsilon, all_x, y, step_size):
+    value, (g_loc, _) = elbo_value_and_grad(beta_loc, beta_log_scale, epsilon, all_x, y)
+    return value, beta_loc + step_size * g_loc, beta_log_scale
+
+
+def _fixed_step(beta_loc, beta_log_scale, epsilon, all_x, y, step_size):
+    return ascent_step(beta_loc, beta_log_scale, epsilon, all_x, y, 0.01)
+
+
 _ELBO_TOL = {"rtol": 1e-4, "atol": 1e-3}
 _LOG_JOINT_TOL = {"rtol": 2e-5, "atol": 1e-4}
 
@@ -205,8 +243,9 @@ register(
         hints=[
             "beta now has shape (batch, features). Each line of log_joint must "
             "keep the batch axis and reduce only over features or points.",
-            "jnp.dot(all_x, beta.T) has shape (points, batch); transpose it to "
-            "(batch, points) so the (points,) signs broadcast along the last axis.",
+            "A product of all_x with the transposed betas has shape (points, "
+            "batch); the (points,) signs broadcast along the last axis, so which "
+            "layout do the logits need?",
             "Both sums need axis=-1: without it they add up the whole batch into "
             "one number.",
         ],
@@ -241,8 +280,8 @@ register(
             "jax.vmap(log_joint, in_axes=...) maps over the leading axis of the "
             "arguments whose entry in in_axes is 0, and passes the others whole "
             "(entry None).",
-            "Only betas is batched: in_axes=(0, None, None, None) for (betas, "
-            "all_x, y, prior_scale).",
+            "Only betas is batched: write one in_axes entry per argument of "
+            "log_joint (betas, all_x, y, prior_scale) and decide which is mapped.",
             "Pass prior_scale positionally (with None in in_axes) or fix it with "
             "functools.partial: vmap maps keyword arguments over axis 0, which "
             "fails for a float.",
@@ -278,8 +317,8 @@ register(
                  argnums=2, **_LOG_JOINT_TOL),
         ],
         hints=[
-            "Draw standard normal noise epsilon with jax.random.normal(key, "
-            "(num_samples, number of coefficients)), using key as given.",
+            "Draw standard normal noise with the key as given: one row per "
+            "sample, one column per coefficient.",
             "Then shift and scale it: beta_loc + sigma * epsilon, broadcasting the "
             "(features,) vectors over the samples.",
             "beta_log_scale is log sigma, so sigma = jnp.exp(beta_log_scale).",
@@ -314,16 +353,15 @@ register(
                  **_ELBO_TOL),
         ],
         hints=[
-            "Define an inner function elbo(loc, log_scale) and return "
-            "jax.value_and_grad(elbo, argnums=(0, 1))(beta_loc, beta_log_scale): "
-            "the result is (value, (loc_grad, log_scale_grad)).",
-            "Inside, build the samples from loc and log_scale (loc + "
-            "jnp.exp(log_scale) * epsilon), so the gradient flows through them; "
-            "average log_joint over the samples with a vmap over axis 0 and "
-            "prior_scale=10.0.",
-            "Add the entropy of the diagonal Gaussian, jnp.sum(log_scale + 0.5 * "
-            "jnp.log(2 * jnp.pi * jnp.e)): the ELBO is the expected log joint "
-            "PLUS the entropy.",
+            "Write an inner function of (loc, log_scale) that returns the ELBO, "
+            "and let jax.value_and_grad differentiate it with respect to both of "
+            "its arguments: the result is (value, (loc_grad, log_scale_grad)).",
+            "Inside, build the samples from loc and log_scale and the given "
+            "epsilon, so the gradient flows through them; average the log joint "
+            "over the samples (a vmap over the samples' axis) with the chapter's "
+            "wider prior, scale 10.",
+            "The ELBO is the expected log joint PLUS the entropy of the diagonal "
+            "Gaussian, whose formula is in the chapter.",
         ],
         mistakes=[
             Mistake("the entropy term is missing", _no_entropy),
@@ -340,6 +378,40 @@ register(
             Mistake("the samples were built outside the differentiated function: "
                     "the gradient cannot flow through them (reparameterize inside)",
                     _elbo_variant(detached=True)),
+        ],
+    ),
+    Exercise(
+        id="bayes.ascent_step",
+        title="One step of gradient ascent on the ELBO",
+        chapter=CHAPTER,
+        reference=ascent_step,
+        time_limit=20.0,  # the first call compiles the ELBO's gradient
+        cases=[
+            Case("chapter 3's data, beta_loc = beta_log_scale = 0, 128 samples, "
+                 "step_size 0.01", _step_inputs(10, 128, 100, 0.01, chapter=True),
+                 **_ELBO_TOL),
+            Case("4 features, 16 samples, 30 points, step_size 0.05",
+                 _step_inputs(4, 16, 30, 0.05), seed=1, **_ELBO_TOL),
+            Case("7 features, 32 samples, 50 points, step_size 0.2",
+                 _step_inputs(7, 32, 50, 0.2), seed=2, **_ELBO_TOL),
+            Case("under jax.jit: 3 features, 8 samples, 20 points, step 0.1",
+                 _step_inputs(3, 8, 20, 0.1), seed=3, transform="jit",
+                 **_ELBO_TOL),
+        ],
+        hints=[
+            "Your elbo_value_and_grad (exercise 4) gives the ELBO and its two "
+            "gradients for the given epsilon: start from it.",
+            "The ELBO is to be maximized: which way along its gradient does each "
+            "parameter move, and by how much?",
+            "Both parameters move, each by step_size times its own gradient; "
+            "return the ELBO computed before the step, then the two new arrays.",
+        ],
+        mistakes=[
+            Mistake("the parameters moved against the gradient: that is descent; "
+                    "the ELBO is maximized, so move along the gradient", _descent),
+            Mistake("beta_log_scale did not move: update both parameters", _loc_only),
+            Mistake("the step size is written in: use the step_size argument",
+                    _fixed_step),
         ],
     ),
 )

@@ -1,7 +1,8 @@
 """Reference code for chapter 1's exercises: the pieces of an MLP on MNIST.
 
 Importing this module registers the exercises ``mlp.relu``, ``mlp.one_hot``,
-``mlp.accuracy`` and ``mlp.update`` with :mod:`jaxcourse.exercises`. Each is a
+``mlp.accuracy``, ``mlp.update``, ``mlp.batched_predict`` and
+``mlp.tf_batches`` with :mod:`jaxcourse.exercises`. Each is a
 reference function below plus a few lines of checker spec at the end of the
 file: the cases it is tried on, its hints, and known mistakes to name.
 """
@@ -17,7 +18,7 @@ from jaxcourse.exercises import Case, Exercise, Mistake, register
 # The model is chapter 1's, from the course package (re-exported for the tests):
 # the exercise notebook imports the same code, so a check trains exactly what
 # the chapter taught.
-from jaxcourse.mlp import batched_predict, init_params, loss, predict  # noqa: F401
+from jaxcourse.mlp import init_params, loss, predict  # noqa: F401
 
 CHAPTER = "01_mlp_tfds"
 Params = list[tuple[jax.Array, jax.Array]]
@@ -53,6 +54,16 @@ def update(params, images, targets, step_size):
         (w - step_size * dw, b - step_size * db)
         for (w, b), (dw, db) in zip(params, grads, strict=True)
     ]
+
+
+def batched_predict(params, images):
+    """``predict`` for a batch of images ``(n, pixels)``: ``(n, classes)``."""
+    return jax.vmap(predict, in_axes=(None, 0))(params, images)
+
+
+def tf_batches(dataset, batch_size):
+    """Batches of NumPy arrays from a ``tf.data.Dataset`` of (image, label) pairs."""
+    return dataset.batch(batch_size).prefetch(1).as_numpy_iterator()
 
 
 # --------------------------------------------------------------------------
@@ -116,6 +127,81 @@ def _weights_only(params, images, targets, step_size):
             for (w, b), (dw, _) in zip(params, grads, strict=True)]
 
 
+def _model_and_images(sizes: list[int], batch: int):
+    def make(rng: np.random.Generator, n: int = batch) -> tuple:
+        params = [
+            (jnp.asarray(0.1 * rng.normal(size=(out, inp)), jnp.float32),
+             jnp.asarray(0.1 * rng.normal(size=(out,)), jnp.float32))
+            for inp, out in zip(sizes[:-1], sizes[1:], strict=True)
+        ]
+        return params, rng.normal(size=(n, sizes[0])).astype(np.float32)
+
+    return make
+
+
+def _first_only(params, images):
+    return predict(params, images[0])
+
+
+def _probabilities(params, images):
+    return jnp.exp(jax.vmap(predict, in_axes=(None, 0))(params, images))
+
+
+def _batch_axis_last(params, images):
+    return jax.vmap(predict, in_axes=(None, 0), out_axes=1)(params, images)
+
+
+def _dataset(n: int, shape: tuple[int, ...], batch_size: int):
+    def make(rng: np.random.Generator) -> tuple:
+        images = rng.integers(0, 256, size=(n, *shape), dtype=np.uint8)
+        labels = rng.integers(0, 10, size=n).astype(np.int64)
+        return images, labels, batch_size
+
+    return make
+
+
+def _on_dataset(function, images, labels, batch_size):
+    # The case's inputs stay NumPy (so they can be compared and sent between
+    # processes); the tf.data.Dataset is built here, just before the call.
+    import os
+
+    # TensorFlow's C++ start-up logs would land in the learner's notebook.
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+    import tensorflow as tf  # only this exercise needs TensorFlow
+
+    return function(tf.data.Dataset.from_tensor_slices((images, labels)), batch_size)
+
+
+def _as_batches(out):
+    # Any iterable of (images, labels) pairs will do: a list, a generator,
+    # tfds.as_numpy or as_numpy_iterator. TensorFlow tensors stay tensors, so
+    # the comparison names their type.
+    if out is None or isinstance(out, np.ndarray) or not hasattr(out, "__iter__"):
+        return out
+    return [tuple(item) if isinstance(item, (tuple, list)) else item for item in out]
+
+
+def _sizes(out):
+    batches = _as_batches(out)
+    if not isinstance(batches, list):
+        return batches
+    return np.array([len(np.asarray(b[0])) if isinstance(b, tuple) else -1
+                     for b in batches])
+
+
+def _drop_last(dataset, batch_size):
+    return dataset.batch(batch_size, drop_remainder=True).as_numpy_iterator()
+
+
+def _one_by_one(dataset, batch_size):
+    return dataset.as_numpy_iterator()
+
+
+def _shuffled(dataset, batch_size):
+    return dataset.shuffle(64, seed=0).batch(batch_size).as_numpy_iterator()
+
+
 FIXED = np.array([-2.0, -0.5, 0.0, 0.5, 2.0], np.float32)
 
 register(
@@ -140,8 +226,8 @@ register(
             "ReLU keeps positive numbers and replaces the others with 0.",
             "One jnp function compares two arrays element by element and keeps "
             "the larger value; broadcasting lets one of them be the scalar 0.",
-            "`jnp.maximum(0, x)`: writing `0` (not `0.0`) keeps an integer "
-            "input's dtype.",
+            "Write the scalar as an integer literal, not a float one: an integer "
+            "input must keep its dtype.",
         ],
         mistakes=[
             Mistake("did you keep the negative part (minimum instead of maximum)?",
@@ -171,8 +257,8 @@ register(
         ],
         hints=[
             "Row i of the result is all zeros except a 1 in column x[i].",
-            "Compare a column of labels, x[:, None] with shape (n, 1), with the row "
-            "jnp.arange(k) with shape (k,): broadcasting gives (n, k) booleans.",
+            "Compare a column of labels, shape (n, 1), with a row holding every "
+            "class number 0..k-1, shape (k,): broadcasting gives (n, k) booleans.",
             "Convert the booleans with jnp.asarray(..., dtype) so the `dtype` "
             "argument is honoured.",
         ],
@@ -241,9 +327,11 @@ register(
                  seed=3, transform="jit", rtol=1e-4, atol=1e-6),
         ],
         hints=[
-            "jax.grad(loss)(params, images, targets) returns gradients with the "
-            "same structure as params: a list of (dw, db) pairs.",
-            "Gradient descent moves against the gradient: w - step_size * dw.",
+            "jax.grad(loss) is a new function: called with the same arguments as "
+            "loss, it returns gradients with the same structure as params, a list "
+            "of (dw, db) pairs.",
+            "Gradient descent moves every parameter against its own gradient, "
+            "scaled by the step size.",
             "Build and return a new list of (w, b) tuples, one per layer, biases "
             "included; do not modify `params` in place. Under jax.jit, avoid "
             "float() or print() of traced values.",
@@ -252,6 +340,82 @@ register(
             Mistake("did you add the gradient (ascent) instead of subtracting it?",
                     _ascent),
             Mistake("the biases were not updated", _weights_only),
+        ],
+    ),
+    Exercise(
+        id="mlp.batched_predict",
+        title="Batch predict with jax.vmap",
+        chapter=CHAPTER,
+        reference=batched_predict,
+        time_limit=15.0,  # compiling the 784-input network on a busy CPU
+        cases=[
+            Case("chapter 1's shape of network, [784, 32, 10], on 5 images -> (5, 10)",
+                 _model_and_images([784, 32, 10], 5)),
+            Case("another network, [6, 8, 8, 3], on 7 inputs -> (7, 3)",
+                 _model_and_images([6, 8, 8, 3], 7), seed=1),
+            Case("a batch of one image keeps its batch axis: (1, 4)",
+                 _model_and_images([12, 5, 4], 1), seed=2),
+            Case("jax.jit of it, [20, 16, 10] on 9 inputs",
+                 _model_and_images([20, 16, 10], 9), seed=3, transform="jit"),
+            Case("no Python loop over the images (traced for 4 and 32)",
+                 _model_and_images([10, 8, 3], 4), transform="vectorized"),
+        ],
+        hints=[
+            "predict is written for one image of shape (pixels,); a batch is "
+            "(n, pixels). jax.vmap turns a one-example function into a batched "
+            "one, without touching predict.",
+            "vmap needs to know, for each argument, whether to map over one of its "
+            "axes or to pass it whole: params are the same for every image, the "
+            "images are mapped over their first axis.",
+            "jax.vmap(f, in_axes=...) returns a new function; call it with params "
+            "and images.",
+        ],
+        mistakes=[
+            Mistake("that is one prediction, for the first image only: map predict "
+                    "over every image of the batch", _first_only),
+            Mistake("these are probabilities: predict already returns "
+                    "log-probabilities, do not exponentiate them", _probabilities),
+            Mistake("the batch axis came out last: one row per image, so keep "
+                    "out_axes at its default, 0", _batch_axis_last),
+        ],
+    ),
+    Exercise(
+        id="mlp.tf_batches",
+        title="A tf.data pipeline that yields NumPy batches",
+        chapter=CHAPTER,
+        reference=tf_batches,
+        time_limit=60.0,  # the first call imports TensorFlow
+        cases=[
+            Case("10 (28, 28, 1) images, batch_size 4 -> NumPy batches of 4, 4, 2, "
+                 "in order", _dataset(10, (28, 28, 1), 4), extract=_as_batches,
+                 runner=_on_dataset),
+            Case("12 (3, 3) images, batch_size 3 -> 4 batches of 3",
+                 _dataset(12, (3, 3), 3), seed=1, extract=_as_batches,
+                 runner=_on_dataset),
+            Case("5 images, batch_size 8 -> one batch of 5 (the partial batch "
+                 "is kept)", _dataset(5, (2, 2), 8), seed=2, extract=_as_batches,
+                 runner=_on_dataset),
+            Case("300 images, batch_size 128: batch sizes 128, 128, 44",
+                 _dataset(300, (4,), 128), seed=3, extract=_sizes,
+                 runner=_on_dataset),
+        ],
+        hints=[
+            "A tf.data.Dataset has methods that return a new dataset: one groups "
+            "consecutive examples into batches, another prepares the next "
+            "element in the background while the current one is used.",
+            "JAX wants NumPy arrays, not TensorFlow tensors: a dataset can be "
+            "iterated as NumPy directly (a method of the dataset), or through "
+            "tensorflow_datasets.as_numpy.",
+            "Keep the order and the last, partial batch: no shuffling, no "
+            "drop_remainder.",
+        ],
+        mistakes=[
+            Mistake("the last, partial batch is missing: drop_remainder drops "
+                    "it", _drop_last),
+            Mistake("the examples are not batched: group them into batches of "
+                    "batch_size", _one_by_one),
+            Mistake("the examples were shuffled: keep their order (shuffling "
+                    "belongs to a training pipeline, not this one)", _shuffled),
         ],
     ),
 )

@@ -1,8 +1,9 @@
 """Reference code for chapter 6's exercises: keeping several processes in step.
 
 Importing this module registers the exercises ``multiprocess.process_rows``,
-``multiprocess.common_num_steps``, ``multiprocess.sum_metrics`` and
-``multiprocess.run_epoch`` with :mod:`jaxcourse.exercises`.
+``multiprocess.common_num_steps``, ``multiprocess.sum_metrics``,
+``multiprocess.run_epoch`` and ``multiprocess.global_batch`` with
+:mod:`jaxcourse.exercises`.
 
 The first three are checked in this process. ``sum_metrics`` is run once per
 simulated process, with a stand-in collective that is matched by call order,
@@ -11,6 +12,9 @@ separate machines (see :func:`simulate_processes`). ``run_epoch`` is checked
 for real: :func:`launch_run_epoch` writes the learner's function into a
 worker script and starts it in 2 processes with :func:`jaxcourse.launch.launch`;
 a hang is ended by the launcher's timeout and reported as a failed test.
+``global_batch`` is checked in this process first, then in 2 launched
+processes of 2 CPU devices each (:func:`launch_global_batch`), where every
+process gathers the global array it built.
 """
 
 from __future__ import annotations
@@ -25,7 +29,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from jaxcourse import CourseError
 from jaxcourse.exercises import Case, Exercise, Mistake, register
@@ -79,6 +86,19 @@ def run_epoch(local_data, batch_size, step):
             for i in range(num_steps)]
 
 
+def global_batch(local_batch, max_len, sharding):
+    """Assemble the global batch from every process's rows, padded to ``max_len``.
+
+    Each process pads its own rows with zeros on the right to the length all
+    processes agreed on, and states the global shape, so that no process
+    infers a shape of its own from the data it happens to hold.
+    """
+    rows, length = local_batch.shape
+    padded = np.pad(local_batch, ((0, 0), (0, max_len - length)))
+    global_shape = (rows * jax.process_count(), max_len)
+    return jax.make_array_from_process_local_data(sharding, padded, global_shape)
+
+
 # --------------------------------------------------------------------------
 # Running an answer as every process would
 # --------------------------------------------------------------------------
@@ -89,8 +109,20 @@ class ProcessesOutOfStepError(CourseError):
 
 
 def every_process(function: Callable, num_records: int, process_count: int) -> tuple:
-    """Call ``process_rows``-like ``function`` once per process index."""
-    return tuple(function(num_records, p, process_count) for p in range(process_count))
+    """Call ``process_rows``-like ``function`` once per process index.
+
+    A list of indices, or a JAX array, holds the same records as the NumPy
+    array the text asks for, so lists are turned into arrays first.
+    """
+    return tuple(_indices(function(num_records, p, process_count))
+                 for p in range(process_count))
+
+
+def _indices(out: Any) -> Any:
+    if isinstance(out, (list, tuple)):
+        # An empty list has no dtype of its own: it holds no index, of any type.
+        return np.asarray(out, dtype=np.int64 if not out else None)
+    return out
 
 
 class SaltedName(str):
@@ -338,23 +370,7 @@ def launch_run_epoch(function: Callable, scenarios: Sequence) -> tuple:
         If the processes hang (ended after ``LAUNCH_TIMEOUT`` s) or one fails;
         the message says what each process did.
     """
-    from jaxcourse.launch import LaunchTimeoutError, RankFailedError, launch
-
-    source = _source_of(function)
-    with tempfile.TemporaryDirectory(prefix="jaxcourse-check-") as folder:
-        Path(folder, "worker.py").write_text(WORKER)
-        Path(folder, "answer.py").write_text(source)
-        try:
-            result = launch(
-                "worker.py", LAUNCH_PROCESSES, 1, cwd=folder, echo=False,
-                timeout=LAUNCH_TIMEOUT, grace=0.5,
-                args=[json.dumps([list(s) for s in scenarios]), "answer.py",
-                      function.__name__],
-            )
-        except LaunchTimeoutError as err:
-            raise ProcessesOutOfStepError(_hang_message(err.result)) from None
-        except RankFailedError as err:
-            raise ProcessesOutOfStepError(_failure_message(err)) from None
+    result = _launch_worker(WORKER, function, scenarios, devices_per_process=1)
     counts = [_steps_called(result.lines(rank)) for rank in range(LAUNCH_PROCESSES)]
     for scenario in range(1, len(scenarios) + 1):
         calls = [c.get(scenario, 0) for c in counts]
@@ -375,6 +391,131 @@ def launch_run_epoch(function: Callable, scenarios: Sequence) -> tuple:
         per_rank.append(tuple(np.array(v, dtype=np.float64)
                               for v in json.loads(line[len(_RESULT):])))
     return tuple(per_rank)
+
+
+#: Known mistakes that the in-process cases recognise: launched, they hang or
+#: fail, so naming them there too would only cost a launch (or a timeout).
+_NOT_RELAUNCHED: set[str] = set()
+
+
+def _launch_worker(worker: str, function: Callable, scenarios: Sequence,
+                   devices_per_process: int) -> Any:
+    """Launch ``worker`` with the learner's ``function`` in LAUNCH_PROCESSES ranks."""
+    from jaxcourse.launch import LaunchTimeoutError, RankFailedError, launch
+
+    if getattr(function, "__module__", None) == __name__ and \
+            function.__name__ in _NOT_RELAUNCHED:
+        raise ProcessesOutOfStepError("a known mistake, recognised in one process")
+    source = _source_of(function)
+    with tempfile.TemporaryDirectory(prefix="jaxcourse-check-") as folder:
+        Path(folder, "worker.py").write_text(worker)
+        Path(folder, "answer.py").write_text(source)
+        try:
+            return launch(
+                "worker.py", LAUNCH_PROCESSES, devices_per_process, cwd=folder,
+                echo=False, timeout=LAUNCH_TIMEOUT, grace=0.5,
+                args=[json.dumps([list(s) for s in scenarios]), "answer.py",
+                      function.__name__],
+            )
+        except LaunchTimeoutError as err:
+            raise ProcessesOutOfStepError(_hang_message(err.result)) from None
+        except RankFailedError as err:
+            raise ProcessesOutOfStepError(_failure_message(err)) from None
+
+
+# ---- global_batch, launched ----------------------------------------------------
+
+GLOBAL_DEVICES_PER_PROCESS = 2
+
+GLOBAL_WORKER = '''\
+"""One process of a global_batch check: builds the global batch from its rows."""
+import json
+import sys
+
+from jaxcourse.launch import initialize_from_env
+
+initialize_from_env()
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import multihost_utils
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+scenarios = json.loads(sys.argv[1])
+rank = jax.process_index()
+mesh = jax.make_mesh((jax.device_count(),), ("batch",), axis_types=(AxisType.Auto,))
+rows = NamedSharding(mesh, P("batch"))
+namespace = {"jax": jax, "jnp": jnp, "np": np, "multihost_utils": multihost_utils,
+             "NamedSharding": NamedSharding, "P": P}
+with open(sys.argv[2]) as f:
+    exec(compile(f.read(), "<your function>", "exec"), namespace)
+function = namespace[sys.argv[3]]
+results = []
+for num_rows, lengths, max_len in scenarios:
+    # Each process holds rows of its own length, as after padding locally.
+    length = lengths[rank]
+    local = 100.0 * (rank + 1) + np.arange(num_rows * length, dtype=np.float32)
+    out = function(local.reshape(num_rows, length), max_len, rows)
+    if not isinstance(out, jax.Array):
+        raise TypeError(f"process {rank} returned a {type(out).__name__}, not a "
+                        "global jax.Array")
+    total = float(jax.jit(jnp.sum)(out))  # a collective over the global array
+    whole = multihost_utils.process_allgather(out, tiled=True)
+    results.append([list(out.shape), total, np.asarray(whole).tolist()])
+print("RESULT-JSON:" + json.dumps(results), flush=True)
+'''
+
+
+
+def launch_global_batch(function: Callable, scenarios: Sequence) -> tuple:
+    """Run ``global_batch``-like ``function`` in 2 processes of 2 devices each.
+
+    Parameters
+    ----------
+    function : callable
+        ``function(local_batch, max_len, sharding)``; its source is copied
+        into the worker script (see :func:`launch_run_epoch`).
+    scenarios : sequence of (rows, lengths, max_len)
+        Every process holds ``rows`` rows of length ``lengths[rank]``.
+
+    Returns
+    -------
+    tuple
+        For each process and scenario: the global shape it saw, the sum of the
+        global array computed under ``jit``, and the whole array, gathered.
+
+    Raises
+    ------
+    ProcessesOutOfStepError
+        If the processes hang or one fails (see :func:`launch_run_epoch`).
+    """
+    result = _launch_worker(GLOBAL_WORKER, function, scenarios,
+                            devices_per_process=GLOBAL_DEVICES_PER_PROCESS)
+    per_rank = []
+    for rank in range(LAUNCH_PROCESSES):
+        line = next(x for x in result.lines(rank) if x.startswith(_RESULT))
+        per_rank.append(tuple(
+            (np.array(shape, dtype=np.int64), np.float64(total),
+             np.array(values, dtype=np.float64))
+            for shape, total, values in json.loads(line[len(_RESULT):])))
+    return tuple(per_rank)
+
+
+def one_device_rows() -> NamedSharding:
+    """Rows split over a one-device mesh: one process with one device."""
+    mesh = jax.make_mesh((1,), ("batch",), axis_types=(AxisType.Auto,),
+                         devices=jax.devices()[:1])
+    return NamedSharding(mesh, P("batch"))
+
+
+def _global_values(out: Any) -> np.ndarray:
+    """Extract: the values of a global jax.Array (anything else is an error)."""
+    if not isinstance(out, jax.Array):
+        raise TypeError(f"got a {type(out).__name__}, not a global jax.Array: build "
+                        "it with jax.make_array_from_process_local_data")
+    return np.asarray(out)
 
 
 def local_step(batch_size: int) -> Callable:
@@ -490,9 +631,77 @@ def _epoch_inputs(rng: np.random.Generator) -> tuple:
     return ([[[12, 9], 4], [[6, 11], 3]],)
 
 
+def _epoch_first_batch_each_time(local_data, batch_size, step):
+    from jax.experimental import multihost_utils
+
+    counts = multihost_utils.process_allgather(np.int32(len(local_data) // batch_size))
+    return [step(local_data[:batch_size]) for _ in range(int(np.min(counts)))]
+
+
+def _epoch_overlapping_batches(local_data, batch_size, step):
+    from jax.experimental import multihost_utils
+
+    counts = multihost_utils.process_allgather(np.int32(len(local_data) // batch_size))
+    return [step(local_data[i:i + batch_size]) for i in range(int(np.min(counts)))]
+
+
+def _epoch_one_step_short(local_data, batch_size, step):
+    from jax.experimental import multihost_utils
+
+    counts = multihost_utils.process_allgather(np.int32(len(local_data) // batch_size))
+    return [step(local_data[i * batch_size:(i + 1) * batch_size])
+            for i in range(int(np.min(counts)) - 1)]
+
+
+_NOT_RELAUNCHED.update({"_epoch_first_batch_each_time", "_epoch_overlapping_batches",
+                        "_epoch_one_step_short"})
+
+
 def _local_count(local_data, batch_size, step):
     return [step(local_data[i * batch_size:(i + 1) * batch_size])
             for i in range(len(local_data) // batch_size)]
+
+
+def _global_not_padded(local_batch, max_len, sharding):
+    return jax.make_array_from_process_local_data(sharding, local_batch)
+
+
+def _global_padded_both_axes(local_batch, max_len, sharding):
+    padded = np.pad(local_batch, max_len - local_batch.shape[1])
+    return jax.make_array_from_process_local_data(sharding, padded)
+
+
+def _global_padded_left(local_batch, max_len, sharding):
+    rows, length = local_batch.shape
+    padded = np.pad(local_batch, ((0, 0), (max_len - length, 0)))
+    return jax.make_array_from_process_local_data(
+        sharding, padded, (rows * jax.process_count(), max_len))
+
+
+def _global_shape_of_one_process(local_batch, max_len, sharding):
+    padded = np.pad(local_batch, ((0, 0), (0, max_len - local_batch.shape[1])))
+    return jax.make_array_from_process_local_data(sharding, padded, padded.shape)
+
+
+_NOT_RELAUNCHED.update({"_global_not_padded", "_global_padded_both_axes",
+                        "_global_padded_left"})
+
+
+def _padding_case(description: str, rows: int, length: int, max_len: int,
+                  seed: int) -> Case:
+    def inputs(rng: np.random.Generator) -> tuple:
+        local = rng.normal(size=(rows, length)).astype(np.float32)
+        return local, max_len, one_device_rows()
+
+    return Case(description, inputs, extract=_global_values, seed=seed)
+
+
+GLOBAL_SCENARIOS = [(4, [6, 9], 10), (8, [5, 3], 8)]
+
+
+def _global_inputs(rng: np.random.Generator) -> tuple:
+    return (GLOBAL_SCENARIOS,)
+
 
 
 register(
@@ -510,13 +719,14 @@ register(
             _random_rows(2),
         ],
         hints=[
-            "divmod(num_records, process_count) gives the base share and how many "
-            "records are left over.",
-            "The first `extra` processes take base + 1 records, the others base. "
-            "Process p starts after all the records of processes 0 .. p-1: "
-            "p * base + min(p, extra).",
-            "np.array_split(np.arange(num_records), process_count)[process_index] "
-            "gives exactly these blocks too.",
+            "Python's divmod gives the base share and the number of leftover "
+            "records in one call.",
+            "The first `extra` processes take one record more than the others. "
+            "Process p starts after all the records of processes 0 .. p-1: count "
+            "them, and how many of those processes took a leftover.",
+            "Check your blocks by hand for 10 records and 4 processes: [0, 1, 2], "
+            "[3, 4, 5], [6, 7], [8, 9]. NumPy can also split an array into nearly "
+            "equal pieces in exactly this way.",
         ],
         mistakes=[
             Mistake("the last num_records % process_count records are never loaded: "
@@ -586,7 +796,8 @@ register(
             "A dict's order is its insertion order, which differs between the "
             "processes here; a set's order depends on string hashes, which differ "
             "between machines.",
-            "Iterate over sorted(local_metrics): the same order everywhere.",
+            "Iterate in an order that depends only on the names themselves, not "
+            "on how each process filled its dict: a built-in function gives one.",
         ],
         mistakes=[
             Mistake("the collectives (or the entries of one collective's array) "
@@ -616,15 +827,70 @@ register(
                  dtype="any"),
         ],
         hints=[
-            "The hanging version counts len(local_data) // batch_size: each process "
-            "its own count. The process with more batches waits in a step that the "
-            "other never joins.",
+            "The hanging version lets each process count its own full batches. "
+            "The process with more batches waits in a step that the other never "
+            "joins.",
             "No process knows the others' counts until they tell it: "
-            "multihost_utils.process_allgather(np.int32(count)) returns every "
-            "process's count, in every process.",
-            "Run int(np.min(counts)) steps, each on a full batch "
-            "local_data[i * batch_size:(i + 1) * batch_size], and return the list "
-            "of step results.",
+            "multihost_utils.process_allgather(value) returns every process's "
+            "value, in every process.",
+            "Every process now holds the same counts: run as many steps as the "
+            "smallest of them, each on the next full batch of this process's "
+            "data, and return the list of the step results.",
+        ],
+        mistakes=[
+            Mistake("every step got the first batch: step i takes records i * "
+                    "batch_size to (i + 1) * batch_size", _epoch_first_batch_each_time),
+            Mistake("the batches overlap: they start one record apart instead of "
+                    "batch_size records apart", _epoch_overlapping_batches),
+            Mistake("one step short: every process can still fill one more full "
+                    "batch (an off-by-one in the number of steps)",
+                    _epoch_one_step_short),
+        ],
+    ),    Exercise(
+        id="multiprocess.global_batch",
+        title="One global batch from every process's rows",
+        chapter=CHAPTER,
+        reference=global_batch,
+        time_limit=60.0,
+        cases=[
+            _padding_case("in one process: 4 rows of length 7, padded to 10", 4, 7,
+                          10, seed=5),
+            _padding_case("in one process: 6 rows of length 3, padded to 5", 6, 3, 5,
+                          seed=6),
+            _padding_case("in one process: 5 rows that already have the agreed "
+                          "length 8", 5, 8, 8, seed=7),
+            Case(f"launched in {LAUNCH_PROCESSES} processes of "
+                 f"{GLOBAL_DEVICES_PER_PROCESS} devices: 4 rows each, of lengths 6 "
+                 "and 9, padded to 10; then 8 rows each, of lengths 5 and 3, padded "
+                 "to 8 (in each process: the global shape, the sum under jit and "
+                 "the gathered array)", _global_inputs, runner=launch_global_batch,
+                 dtype="any"),
+        ],
+        hints=[
+            "Two things must be the same in every process: the length of the "
+            "rows, and the shape of the global array. Neither may depend on the "
+            "data a process happens to hold.",
+            "np.pad takes one (before, after) pair per axis: pad only the end of "
+            "axis 1, with zeros.",
+            "jax.make_array_from_process_local_data(sharding, local_data, "
+            "global_shape) takes the shape of the whole array: how many rows do "
+            "all the processes hold together? jax.process_count() says how many "
+            "processes there are.",
+        ],
+        mistakes=[
+            Mistake("the rows are not padded to max_len: each process would infer "
+                    "a global shape from its own row length, and the processes "
+                    "would disagree about the array they share", _global_not_padded),
+            Mistake("np.pad with a single width pads both ends of every axis, "
+                    "rows too: give one (before, after) pair per axis",
+                    _global_padded_both_axes),
+            Mistake("the zeros are on the left: pad the end of every row, so "
+                    "that position k holds the same element in every process",
+                    _global_padded_left),
+            Mistake("the global shape is this process's own shape: each process "
+                    "then reads its data as the whole array and keeps only its "
+                    "slice of it. The global batch has the rows of every process",
+                    _global_shape_of_one_process),
         ],
     ),
 )

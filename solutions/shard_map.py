@@ -544,8 +544,9 @@ register(
         hints=[
             "ppermute's perm is a list of (source, destination) pairs, one per "
             "device that sends. Write it out by hand for 4 devices first.",
-            "The number of devices is a property of the mesh (mesh.shape['i']) or, "
-            "inside the function, jax.lax.axis_size('i'): build the pairs from it.",
+            "The number of devices is not always 8: read it from the mesh you are "
+            "given or, inside the per-device function, ask the axis for its size "
+            "(jax.lax.axis_size), and build the pairs from it.",
             "On a ring the last device's neighbour is device 0: modular arithmetic "
             "closes the ring.",
         ],

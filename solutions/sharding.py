@@ -196,7 +196,9 @@ def _batch_layouts(out) -> tuple:
 
 
 DP_SIZES, DP_BATCH = [16, 8, 8], 32
+DP_SIZES_4, DP_BATCH_4 = [10, 6, 3], 12   # a second model, batch and mesh size
 MP_SIZES, MP_BATCH = [12, 16, 16, 8, 4], 16
+MP_SIZES_2X4, MP_BATCH_2X4 = [6, 8, 12, 4, 2], 10
 
 
 def _shard_all(params, batch, mesh):
@@ -245,9 +247,9 @@ _BATCH_OVER_BOTH = _mlp_2d_with(
 HIDDEN_IN, HIDDEN_OUT, HIDDEN_BATCH = 12, 8, 16
 
 
-def _hidden_inputs():
+def _hidden_inputs(shape: tuple[int, int] = (4, 2)):
     rng = np.random.default_rng(4)
-    mesh = _mesh_2d(("batch", "model"))
+    mesh = auto_mesh(shape, ("batch", "model"))
     x = jax.device_put(rng.normal(size=(HIDDEN_BATCH, HIDDEN_IN)).astype(np.float32),
                        NamedSharding(mesh, P("batch", None)))
     w = jax.device_put(rng.normal(size=(HIDDEN_IN, HIDDEN_OUT)).astype(np.float32),
@@ -286,6 +288,19 @@ def _layer_with(x_spec=None, w_spec=None, h_spec=None):
 
 def _hidden_mesh(rng: np.random.Generator) -> tuple:
     return (_mesh_2d(("batch", "model")),)
+
+
+def _hidden_mesh_2x4(rng: np.random.Generator) -> tuple:
+    return (auto_mesh((2, 4), ("batch", "model")),)
+
+
+def _hidden_on_2x4(layer) -> tuple:
+    out = layer(*_hidden_inputs((2, 4)))
+    return np.asarray(out), layout(out)
+
+
+def _all_layouts(out) -> tuple:
+    return _param_layouts(out), _batch_layouts(out)
 
 
 def _product_inputs(mesh_shape: tuple[int, int], names: tuple[str, str],
@@ -368,8 +383,9 @@ register(
             "The first entry of a PartitionSpec is about the rows (dimension 0), "
             "the second about the columns; each entry names the mesh axis that "
             "dimension is split over.",
-            "Rows in 2 pieces means dimension 0 is split over 'b'; columns in 4 "
-            "pieces means dimension 1 is split over 'a'.",
+            "Match the counts: the mesh axis with as many devices as there are "
+            "row pieces goes in the first entry, the one with as many devices as "
+            "column pieces in the second.",
         ],
         mistakes=[
             Mistake("the spec looks transposed: the first entry is about the rows, "
@@ -402,14 +418,20 @@ register(
             Case("inputs and targets are split by rows (examples), 4 per device",
                  _with_mesh(_mlp(DP_SIZES, DP_BATCH), (8,), ("batch",)),
                  extract=_batch_layouts),
+            Case(f"on a mesh of 4 devices ('batch'), MLP {DP_SIZES_4}, batch "
+                 f"{DP_BATCH_4}: parameters replicated, batch split by rows "
+                 "(slices per device)",
+                 _with_mesh(_mlp(DP_SIZES_4, DP_BATCH_4), (4,), ("batch",)),
+                 extract=_all_layouts, seed=1),
         ],
         hints=[
             "jax.device_put accepts a whole pytree and one sharding for all of "
             "its leaves.",
-            "NamedSharding(mesh, P()) replicates; NamedSharding(mesh, P('batch')) "
-            "splits dimension 0 (the examples) over the mesh axis 'batch'.",
-            "Return (jax.device_put(params, NamedSharding(mesh, P())), "
-            "jax.device_put(batch, NamedSharding(mesh, P('batch')))).",
+            "An empty PartitionSpec replicates; a spec whose first entry names a "
+            "mesh axis splits dimension 0 (here: the examples) over that axis.",
+            "Which of the two must every device hold in full, and which is split "
+            "by examples? Place each with its own NamedSharding on the mesh you "
+            "are given, and return them in the order they came in.",
         ],
         mistakes=[
             Mistake("the parameters are split too: in data parallelism every "
@@ -439,14 +461,21 @@ register(
                  "replicated over 'model'",
                  _with_mesh(_mlp(MP_SIZES, MP_BATCH), (4, 2), ("batch", "model")),
                  extract=_batch_layouts),
+            Case(f"on a 2x4 mesh ('batch', 'model'), MLP {MP_SIZES_2X4}, batch "
+                 f"{MP_BATCH_2X4}: the same scheme, 2-way over 'batch' and 4-way "
+                 "over 'model' (slices per device of every leaf)",
+                 _with_mesh(_mlp(MP_SIZES_2X4, MP_BATCH_2X4), (2, 4),
+                            ("batch", "model")),
+                 extract=_all_layouts, seed=1),
         ],
         hints=[
             "Place each leaf with its own NamedSharding: a list comprehension "
             "over the four (W, b) pairs and a list of four (W spec, b spec) "
             "pairs does it.",
-            "Layer 1 (the second) is split by columns: W gets P(None, 'model') "
-            "and its bias, one entry per column, P('model'). Layer 2 is split by "
-            "rows: W gets P('model', None) and its bias stays P().",
+            "Layer 1 (the second) is split by columns: which entry of W's spec "
+            "names 'model'? Its bias has one entry per column of W, so it is "
+            "split with them. Layer 2 is split by rows; its bias is added after "
+            "the partial products are summed, so every device needs all of it.",
             "The batch is split over 'batch' only: P('batch'). Layers 0 and 3 "
             "stay replicated: P().",
         ],
@@ -480,12 +509,16 @@ register(
             Case("the compiled program has no collectives (counts of "
                  f"{COLLECTIVES_TEXT})",
                  _hidden_mesh, extract=_hidden_collectives),
+            Case("on a 2x4 mesh ('batch', 'model'): the same values, laid out as "
+                 "P('batch', 'model') (2 ways by rows, 4 by columns)",
+                 _hidden_mesh_2x4, extract=_hidden_on_2x4),
         ],
         hints=[
-            "Compute h = jax.nn.relu(x @ w) inside a jitted function, then state "
-            "where h must live with jax.lax.with_sharding_constraint.",
-            "The constraint's sharding is NamedSharding(mesh, P('batch', 'model')): "
-            "rows over 'batch', columns (hidden units) over 'model'.",
+            "Compute the layer as usual inside a jitted function, then state "
+            "where its result must live with jax.lax.with_sharding_constraint.",
+            "The constraint takes a NamedSharding on the mesh you are given: the "
+            "rows of the result (examples) go over one mesh axis, its columns "
+            "(hidden units) over the other. Which axis is which?",
             "Constrain only the result. Every device already holds its rows of x "
             "and all of w, so it can compute its block of h without any "
             "communication.",

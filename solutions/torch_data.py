@@ -1,8 +1,9 @@
 """Reference code for chapter 2's exercises: feeding JAX from PyTorch-style loaders.
 
 Importing this module registers the exercises ``torch_data.numpy_collate``,
-``torch_data.flatten_and_cast``, ``torch_data.batches`` and
-``torch_data.shuffled_batches`` with :mod:`jaxcourse.exercises`. Each is a
+``torch_data.flatten_and_cast``, ``torch_data.batches``,
+``torch_data.shuffled_batches`` and ``torch_data.make_loader`` with
+:mod:`jaxcourse.exercises`. Each is a
 reference function below plus its checker spec at the end of the file.
 
 Everything here is NumPy, not JAX: a data loader runs on the host, before any
@@ -59,6 +60,13 @@ def shuffled_batches(num_examples, batch_size, seed):
     order = np.random.default_rng(seed).permutation(num_examples)
     return [order[start:start + batch_size]
             for start in range(0, num_examples, batch_size)]
+
+
+def make_loader(dataset, batch_size, collate_fn):
+    """Return an in-order ``DataLoader`` over ``dataset`` that uses ``collate_fn``."""
+    from torch.utils.data import DataLoader  # PyTorch only where it is used
+
+    return DataLoader(dataset, batch_size=batch_size, collate_fn=collate_fn)
 
 
 # --------------------------------------------------------------------------
@@ -156,6 +164,58 @@ def _data(n: int, features: int, batch_size: int):
     return make
 
 
+def _loader_inputs(n: int, shape: tuple[int, ...], batch_size: int):
+    def make(rng: np.random.Generator) -> tuple:
+        return (*_examples(n, shape)(rng), batch_size)
+
+    return make
+
+
+def _with_collate(function, examples, batch_size):
+    # The learner's loader gets a collate function that returns NumPy (the
+    # reference's); the inputs stay plain data.
+    return function(examples, batch_size, numpy_collate)
+
+
+def _seed_collate(batch):
+    # The seed's collate function: torch's default_collate, then NumPy leaves.
+    import jax
+    from torch.utils.data import default_collate
+
+    return jax.tree.map(np.asarray, default_collate(batch))
+
+
+def _with_seed_collate(function, examples, batch_size):
+    return function(examples, batch_size, _seed_collate)
+
+
+def _is_loader(out: Any) -> np.ndarray:
+    from torch.utils.data import DataLoader
+
+    return np.array(isinstance(out, DataLoader))
+
+
+def _loader_drop_last(dataset, batch_size, collate_fn):
+    from torch.utils.data import DataLoader
+
+    return DataLoader(dataset, batch_size=batch_size, collate_fn=collate_fn,
+                      drop_last=True)
+
+
+def _loader_fixed_size(dataset, batch_size, collate_fn):
+    from torch.utils.data import DataLoader
+
+    return DataLoader(dataset, batch_size=4, collate_fn=collate_fn)
+
+
+def _loader_shuffled(dataset, batch_size, collate_fn):
+    import torch
+    from torch.utils.data import DataLoader
+
+    return DataLoader(dataset, batch_size=batch_size, collate_fn=collate_fn,
+                      shuffle=True, generator=torch.Generator().manual_seed(0))
+
+
 # Known wrong answers, named when a learner's output matches theirs.
 
 
@@ -174,13 +234,6 @@ def _collate_last_axis(batch):
         fields = zip(*batch, strict=True)
         return type(first)(_collate_last_axis(list(f)) for f in fields)
     return np.stack([np.asarray(x) for x in batch], axis=-1)
-
-
-def _collate_always_tuple(batch):
-    first = batch[0]
-    if isinstance(first, (tuple, list)):
-        return tuple(_collate_always_tuple(list(f)) for f in zip(*batch, strict=True))
-    return np.stack([np.asarray(x) for x in batch])
 
 
 def _per_example_batches(images, labels, batch_size):
@@ -205,8 +258,11 @@ register(
                  _examples(1, (28, 28))),
             Case("nested examples (image, (label, weight)) -> "
                  "(images, (labels, weights))", _nested),
-            Case("examples that are lists [pixels, [i, 2i]] give lists back",
+            Case("examples that are lists [pixels, [i, 2i]] -> "
+                 "(pixels (3, 4) uint8, (i's, 2i's)); a list or a tuple both do",
                  _lists),
+            Case("8 examples of (28, 28) float32 images and int labels",
+                 _examples(8, (28, 28)), seed=1),
             Case("a batch of plain arrays (no tuples) -> one stacked array",
                  lambda rng: ([rng.normal(size=(2, 3)) for _ in range(4)],)),
         ],
@@ -215,10 +271,12 @@ register(
             "list of tuples that must be regrouped field by field; otherwise it "
             "is a list of arrays (or numbers) to stack.",
             "zip(*batch) regroups [(x0, y0), (x1, y1)] into (x0, x1) and (y0, y1). "
-            "Call numpy_collate on each group (recursion handles nesting) and "
-            "build the same container type with type(first)(...).",
-            "np.stack([np.asarray(e) for e in batch]) adds a new leading batch "
-            "axis; torch.stack or default_collate would return tensors.",
+            "Each group is itself a batch, of one field: what function already "
+            "knows how to turn a batch into arrays, nested or not?",
+            "For a group of arrays or numbers, NumPy has a function that adds a "
+            "new leading axis and puts them side by side. torch.stack and "
+            "default_collate do the same but return tensors: if you use them, "
+            "convert every leaf back to NumPy.",
         ],
         mistakes=[
             Mistake("the inner tuple was stacked as one array: recurse into nested "
@@ -228,8 +286,6 @@ register(
                     _collate_lists),
             Mistake("stacked along the last axis: the batch axis comes first "
                     "(np.stack's default axis=0)", _collate_last_axis),
-            Mistake("lists became tuples: keep the container type, type(first)(...)",
-                    _collate_always_tuple),
         ],
     ),
     Exercise(
@@ -249,8 +305,8 @@ register(
         hints=[
             "torchvision hands the transform a PIL image; np.asarray(pic) turns it "
             "into a (height, width) uint8 array.",
-            "np.asarray(pic, dtype=np.float32) converts and casts in one step; "
-            "np.ravel flattens any shape to one axis.",
+            "np.asarray takes a dtype argument, so it converts and casts in one "
+            "step; np.ravel flattens any shape to one axis.",
             "Keep the raw 0..255 values (the chapter's model was trained on them), "
             "and float32, not Python's float (float64).",
         ],
@@ -291,8 +347,8 @@ register(
             "including) start + batch_size.",
             "range(0, len(images), batch_size) gives every start, including the "
             "last partial batch; slicing past the end simply stops at the end.",
-            "images[start:start + batch_size] copies a whole batch in one call; "
-            "never build a batch from images[i] one example at a time.",
+            "One slice of the images array copies a whole batch in one call; never "
+            "build a batch from images[i] one example at a time.",
         ],
         mistakes=[
             Mistake("the last, partial batch is missing (range(len(images) // "
@@ -328,8 +384,8 @@ register(
             "np.random.default_rng(seed) creates a private generator, so the same "
             "seed gives the same epoch and nothing global changes; its "
             "permutation(num_examples) method shuffles the indices.",
-            "Cut the permutation like the batches exercise: order[start:start + "
-            "batch_size] for start in range(0, num_examples, batch_size).",
+            "Then cut the shuffled indices into batches exactly as in the batches "
+            "exercise, keeping the last, partial one.",
         ],
         mistakes=[
             Mistake("indices repeat: that samples with replacement; use a "
@@ -346,6 +402,46 @@ register(
             Mistake("the last, partial batch is missing",
                     lambda n, b, s: [np.random.default_rng(s).permutation(n)[
                         i * b:(i + 1) * b] for i in range(n // b)]),
+        ],
+    ),
+    Exercise(
+        id="torch_data.make_loader",
+        title="A real DataLoader with your collate function",
+        chapter=CHAPTER,
+        reference=make_loader,
+        time_limit=30.0,  # the first call imports PyTorch
+        cases=[
+            Case("10 examples, batch_size 4 -> NumPy batches of 4, 4 and 2, in "
+                 "order", _loader_inputs(10, (3,), 4), runner=_with_collate,
+                 extract=_as_batches),
+            Case("12 examples of (28, 28), batch_size 3 -> 4 batches of 3",
+                 _loader_inputs(12, (28, 28), 3), seed=1, runner=_with_collate,
+                 extract=_as_batches),
+            Case("5 examples, batch_size 8 -> one batch of 5 (kept)",
+                 _loader_inputs(5, (3,), 8), seed=2, runner=_with_collate,
+                 extract=_as_batches),
+            Case("with another collate function (the seed's: default_collate, "
+                 "then NumPy), 7 examples, batch_size 2", _loader_inputs(7, (3,), 2),
+                 seed=3, runner=_with_seed_collate, extract=_as_batches),
+            Case("returns a torch.utils.data.DataLoader (True)",
+                 _loader_inputs(4, (2,), 2),
+                 runner=_with_collate, extract=_is_loader),
+        ],
+        hints=[
+            "torch.utils.data.DataLoader takes the dataset first; any object with "
+            "__len__ and __getitem__ will do, a Python list included.",
+            "Its keyword arguments set the size of a batch and the function that "
+            "turns a list of examples into one batch.",
+            "Leave the order and the last, partial batch as they are: the defaults "
+            "(no shuffling, no drop_last) are what this loader needs.",
+        ],
+        mistakes=[
+            Mistake("the last, partial batch is missing: drop_last drops it",
+                    _loader_drop_last),
+            Mistake("the batch size is written in: use the batch_size argument",
+                    _loader_fixed_size),
+            Mistake("the examples were shuffled: keep their order here",
+                    _loader_shuffled),
         ],
     ),
 )

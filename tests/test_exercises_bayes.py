@@ -21,7 +21,7 @@ from solutions.bayes import log_joint
 ROOT = Path(__file__).resolve().parents[1]
 STUDENT = ROOT / "exercises" / "03_vmap_bayesian_exercises.ipynb"
 IDS = ["bayes.batched_log_joint", "bayes.vmapped_log_joint", "bayes.sample_betas",
-       "bayes.elbo_value_and_grad"]
+       "bayes.elbo_value_and_grad", "bayes.ascent_step"]
 
 # ---- wrong answers ------------------------------------------------------------
 
@@ -166,7 +166,37 @@ def elbo_default_argnums(beta_loc, beta_log_scale, epsilon, all_x, y):
     return jax.value_and_grad(elbo)(beta_loc, beta_log_scale)
 
 
+def step_descent(beta_loc, beta_log_scale, epsilon, all_x, y, step_size):
+    value, (g_loc, g_scale) = bayes.elbo_value_and_grad(
+        beta_loc, beta_log_scale, epsilon, all_x, y)
+    return value, beta_loc - step_size * g_loc, beta_log_scale - step_size * g_scale
+
+
+def step_loc_only(beta_loc, beta_log_scale, epsilon, all_x, y, step_size):
+    value, (g_loc, _) = bayes.elbo_value_and_grad(
+        beta_loc, beta_log_scale, epsilon, all_x, y)
+    return value, beta_loc + step_size * g_loc, beta_log_scale
+
+
+def step_fixed(beta_loc, beta_log_scale, epsilon, all_x, y, step_size):
+    value, (g_loc, g_scale) = bayes.elbo_value_and_grad(
+        beta_loc, beta_log_scale, epsilon, all_x, y)
+    return value, beta_loc + 0.01 * g_loc, beta_log_scale + 0.01 * g_scale
+
+
+def step_value_after(beta_loc, beta_log_scale, epsilon, all_x, y, step_size):
+    _, (g_loc, g_scale) = bayes.elbo_value_and_grad(
+        beta_loc, beta_log_scale, epsilon, all_x, y)
+    loc, scale = beta_loc + step_size * g_loc, beta_log_scale + step_size * g_scale
+    value, _ = bayes.elbo_value_and_grad(loc, scale, epsilon, all_x, y)
+    return value, loc, scale
+
+
 WRONG = [
+    ("bayes.ascent_step", step_descent, "that is descent"),
+    ("bayes.ascent_step", step_loc_only, "beta_log_scale did not move"),
+    ("bayes.ascent_step", step_fixed, "the step size is written in"),
+    ("bayes.ascent_step", step_value_after, "the first returned value: wrong values"),
     ("bayes.batched_log_joint", batched_no_axis, "the sums have no axis"),
     ("bayes.batched_log_joint", batched_no_transpose, "transpose them"),
     ("bayes.batched_log_joint", batched_axis_zero, "summed over the batch axis"),
@@ -267,7 +297,74 @@ def elbo_pytree(beta_loc, beta_log_scale, epsilon, all_x, y):
     return jax.value_and_grad(elbo)((beta_loc, beta_log_scale))
 
 
+def batched_seed(beta, all_x, y):
+    # The seed's hand-batched version: log(1 + exp(.)) and two transposes.
+    result = jnp.sum(jsp.stats.norm.logpdf(beta, loc=0.0, scale=1.0), axis=-1)
+    logits = jnp.dot(all_x, beta.T).T
+    return result + jnp.sum(-jnp.log(1 + jnp.exp(-(2 * y - 1) * logits)), axis=-1)
+
+
+def vmapped_seed(betas, all_x, y, prior_scale=1.0):
+    # The seed's idea, jax.vmap(log_joint), with the data closed over.
+    return jax.vmap(lambda beta: bayes.log_joint(beta, all_x, y, prior_scale))(betas)
+
+
+def sample_seed(key, beta_loc, beta_log_scale, num_samples):
+    # The seed draws epsilon with the key it is given, then reparameterizes.
+    epsilon = jax.random.normal(key, (num_samples, len(beta_loc)))
+    return beta_loc + jnp.exp(beta_log_scale) * epsilon
+
+
+def sample_exp_then_mul(key, beta_loc, beta_log_scale, num_samples):
+    scale = jnp.exp(beta_log_scale)[None, :]
+    noise = jax.random.normal(key, (num_samples, scale.shape[1]))
+    return beta_loc[None, :] + scale * noise
+
+
+def elbo_seed(beta_loc, beta_log_scale, epsilon, all_x, y):
+    # The seed's elbo, with the entropy's constant the chapter uses.
+    def elbo(loc, log_scale):
+        sample = loc + jnp.exp(log_scale) * epsilon
+        joints = jax.vmap(bayes.log_joint, in_axes=(0, None, None, None))(
+            sample, all_x, y, 10.0)
+        return jnp.mean(joints, 0) + jnp.sum(log_scale + 0.5 * (np.log(2 * np.pi) + 1))
+
+    return jax.value_and_grad(elbo, argnums=(0, 1))(beta_loc, beta_log_scale)
+
+
+def step_seed(beta_loc, beta_log_scale, epsilon, all_x, y, step_size):
+    # The seed's loop body: value_and_grad, then += step_size * gradient.
+    elbo_val, (beta_loc_grad, beta_log_scale_grad) = bayes.elbo_value_and_grad(
+        beta_loc, beta_log_scale, epsilon, all_x, y)
+    beta_loc += step_size * beta_loc_grad
+    beta_log_scale += step_size * beta_log_scale_grad
+    return elbo_val, beta_loc, beta_log_scale
+
+
+def step_tree_map(beta_loc, beta_log_scale, epsilon, all_x, y, step_size):
+    value, grads = bayes.elbo_value_and_grad(
+        beta_loc, beta_log_scale, epsilon, all_x, y)
+    params = (beta_loc, beta_log_scale)
+    new = jax.tree.map(lambda p, g: p + step_size * g, params, grads)
+    return (value, *new)
+
+
+def step_list(beta_loc, beta_log_scale, epsilon, all_x, y, step_size):
+    # A list instead of a tuple is not wrong.
+    value, (g_loc, g_scale) = bayes.elbo_value_and_grad(
+        beta_loc, beta_log_scale, epsilon, all_x, y)
+    return [value, beta_loc + step_size * g_loc, beta_log_scale + step_size * g_scale]
+
+
 RIGHT = [
+    ("bayes.ascent_step", step_seed),
+    ("bayes.ascent_step", step_tree_map),
+    ("bayes.ascent_step", step_list),
+    ("bayes.batched_log_joint", batched_seed),
+    ("bayes.vmapped_log_joint", vmapped_seed),
+    ("bayes.sample_betas", sample_seed),
+    ("bayes.sample_betas", sample_exp_then_mul),
+    ("bayes.elbo_value_and_grad", elbo_seed),
     ("bayes.batched_log_joint", batched_einsum),
     ("bayes.batched_log_joint", batched_matmul),
     ("bayes.vmapped_log_joint", vmapped_partial),
@@ -293,10 +390,11 @@ def test_reference_passes_its_own_check(exercise_id) -> None:
 
 def test_reference_matches_the_chapter() -> None:
     betas, all_x, y = bayes._chapter_betas(np.random.default_rng(0))
-    expected = [-117.46, -157.08, -129.61, -138.82, -177.08, -109.08, -126.87,
-                -215.05, -144.06, -113.38]
+    # The seed's printed values for its batch of ten betas.
+    expected = [-147.84033, -207.02205, -109.26075, -243.80833, -163.0291,
+                -143.84848, -160.28773, -113.771706, -126.60544, -190.81992]
     np.testing.assert_allclose(bayes.batched_log_joint(betas, all_x, y), expected,
-                               atol=0.01)
+                               atol=1e-3)
     np.testing.assert_allclose(bayes.vmapped_log_joint(betas, all_x, y), expected,
                                atol=0.01)
 

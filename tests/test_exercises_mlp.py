@@ -4,6 +4,8 @@ reference solutions work."""
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -126,7 +128,47 @@ def update_tuple_of_lists(params, images, targets, step_size):
     return tuple(list(pair) for pair in new)
 
 
+def batched_predict_no_vmap(params, images):
+    return mlp.predict(params, images)
+
+
+def batched_predict_first(params, images):
+    return mlp.predict(params, images[0])
+
+
+def batched_predict_out_axes(params, images):
+    return jax.vmap(mlp.predict, in_axes=(None, 0), out_axes=1)(params, images)
+
+
+def batched_predict_loop(params, images):
+    return jnp.stack([mlp.predict(params, image) for image in images])
+
+
+def tf_batches_tensors(dataset, batch_size):
+    return list(dataset.batch(batch_size))
+
+
+def tf_batches_drop(dataset, batch_size):
+    return dataset.batch(batch_size, drop_remainder=True).as_numpy_iterator()
+
+
+def tf_batches_fixed(dataset, batch_size):
+    return dataset.batch(128).as_numpy_iterator()
+
+
+def tf_batches_unbatched(dataset, batch_size):
+    return dataset.as_numpy_iterator()
+
+
 WRONG = [
+    ("mlp.batched_predict", batched_predict_no_vmap, "raised TypeError"),
+    ("mlp.batched_predict", batched_predict_first, "for the first image only"),
+    ("mlp.batched_predict", batched_predict_out_axes, "keep out_axes at its default"),
+    ("mlp.batched_predict", batched_predict_loop, "a Python loop over the examples?"),
+    ("mlp.tf_batches", tf_batches_tensors, "EagerTensor"),
+    ("mlp.tf_batches", tf_batches_drop, "drop_remainder drops it"),
+    ("mlp.tf_batches", tf_batches_fixed, "wrong structure"),
+    ("mlp.tf_batches", tf_batches_unbatched, "the examples are not batched"),
     ("mlp.relu", relu_minimum, "minimum instead of maximum"),
     ("mlp.relu", relu_numpy, "under jax.jit, raised TracerArrayConversionError"),
     ("mlp.relu", relu_builtin_max, "truth value of an array"),
@@ -152,7 +194,6 @@ WRONG = [
      "under jax.jit, raised ConcretizationTypeError"),
     ("mlp.update", update_in_place, "changed its input in place (argument 1)"),
     ("mlp.update", update_wrong_argument, "raised"),
-    ("mlp.update", update_tuple_of_lists, "wrong structure: expected [(array, array)"),
 ]
 
 
@@ -170,7 +211,8 @@ def test_every_exercise_has_three_wrong_answers() -> None:
     from collections import Counter
 
     counts = Counter(e for e, _, _ in WRONG)
-    assert set(counts) == {"mlp.relu", "mlp.one_hot", "mlp.accuracy", "mlp.update"}
+    assert set(counts) == {"mlp.relu", "mlp.one_hot", "mlp.accuracy", "mlp.update",
+                           "mlp.batched_predict", "mlp.tf_batches"}
     assert min(counts.values()) >= 3
 
 
@@ -220,7 +262,73 @@ def update_optax(params, images, targets, step_size):
     return optax.apply_updates(params, updates)
 
 
+def relu_nn(x):
+    return jax.nn.relu(x)
+
+
+def one_hot_seed(x, k, dtype=jnp.float32):
+    # The seed's (and the JAX docs') version: labels against a range, as a column.
+    return jnp.array(x[:, None] == jnp.arange(k), dtype)
+
+
+def accuracy_seed(log_probs, targets):
+    # The seed's accuracy, given the predictions instead of params and images.
+    target_class = jnp.argmax(targets, axis=1)
+    predicted_class = jnp.argmax(log_probs, axis=1)
+    return jnp.mean(predicted_class == target_class)
+
+
+def update_seed(params, images, targets, step_size):
+    # The seed's update: a list comprehension over (w, b) pairs.
+    grads = jax.grad(mlp.loss)(params, images, targets)
+    return [(w - step_size * dw, b - step_size * db)
+            for (w, b), (dw, db) in zip(params, grads, strict=True)]
+
+
+def batched_predict_seed(params, images):
+    # The seed's (and the docs') way: vmap with in_axes=(None, 0), then call.
+    batched = jax.vmap(mlp.predict, in_axes=(None, 0))
+    return batched(params, images)
+
+
+def batched_predict_partial(params, images):
+    return jax.vmap(functools.partial(mlp.predict, params))(images)
+
+
+def batched_predict_lambda(params, images):
+    return jax.vmap(lambda image: mlp.predict(params, image))(images)
+
+
+def tf_batches_tfds(dataset, batch_size):
+    # The seed's pipeline: batch, prefetch, then tfds.as_numpy.
+    import tensorflow_datasets as tfds
+
+    return tfds.as_numpy(dataset.batch(batch_size).prefetch(1))
+
+
+def tf_batches_list(dataset, batch_size):
+    return [(x.numpy(), y.numpy()) for x, y in dataset.batch(batch_size)]
+
+
+def tf_batches_autotune(dataset, batch_size):
+    import tensorflow as tf
+
+    pipeline = dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+    return list(pipeline.as_numpy_iterator())
+
+
 RIGHT = [
+    ("mlp.batched_predict", batched_predict_seed),
+    ("mlp.batched_predict", batched_predict_partial),
+    ("mlp.batched_predict", batched_predict_lambda),
+    ("mlp.tf_batches", tf_batches_tfds),
+    ("mlp.tf_batches", tf_batches_list),
+    ("mlp.tf_batches", tf_batches_autotune),
+    ("mlp.relu", relu_nn),
+    ("mlp.one_hot", one_hot_seed),
+    ("mlp.accuracy", accuracy_seed),
+    ("mlp.update", update_seed),
+    ("mlp.update", update_tuple_of_lists),  # a tuple of lists is not wrong
     ("mlp.relu", relu_where),
     ("mlp.relu", relu_mask),
     ("mlp.one_hot", one_hot_eye),

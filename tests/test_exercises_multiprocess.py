@@ -35,7 +35,8 @@ from solutions import multiprocess
 ROOT = Path(__file__).resolve().parents[1]
 STUDENT = ROOT / "exercises" / "06_multi_process_exercises.ipynb"
 IDS = ["multiprocess.process_rows", "multiprocess.common_num_steps",
-       "multiprocess.sum_metrics", "multiprocess.run_epoch"]
+       "multiprocess.sum_metrics", "multiprocess.run_epoch",
+       "multiprocess.global_batch"]
 
 
 @pytest.fixture()
@@ -106,7 +107,13 @@ def test_process_rows_rejects_an_off_by_one_rank() -> None:
     assert "wrong shape" in failures(result) or "wrong values" in failures(result)
 
 
-@pytest.mark.parametrize("answer", [rows_array_split, rows_jnp_loop])
+def rows_as_list(num_records, process_index, process_count):  # correct: a list
+    share, left = divmod(num_records, process_count)
+    first = sum(share + (p < left) for p in range(process_index))
+    return list(range(first, first + share + (process_index < left)))
+
+
+@pytest.mark.parametrize("answer", [rows_array_split, rows_jnp_loop, rows_as_list])
 def test_process_rows_accepts_other_correct_answers(answer) -> None:
     assert check("multiprocess.process_rows", answer).passed
 
@@ -143,7 +150,15 @@ def steps_with_jnp(local_sizes, batch_size):  # correct, a JAX integer
     return jnp.min(jnp.asarray(local_sizes) // batch_size)
 
 
-@pytest.mark.parametrize("answer", [steps_with_numpy, steps_with_jnp])
+def steps_with_a_loop(local_sizes, batch_size):  # correct, a NumPy integer
+    fewest = np.int64(local_sizes[0] // batch_size)
+    for size in local_sizes[1:]:
+        fewest = min(fewest, np.int64(size // batch_size))
+    return fewest
+
+
+@pytest.mark.parametrize("answer", [steps_with_numpy, steps_with_jnp,
+                                    steps_with_a_loop])
 def test_common_num_steps_accepts_other_correct_answers(answer) -> None:
     assert check("multiprocess.common_num_steps", answer).passed
 
@@ -243,6 +258,17 @@ def epoch_always_first_batch(local_data, batch_size, step):
     return [step(local_data[:batch_size]) for _ in range(int(np.min(counts)))]
 
 
+def epoch_overlapping(local_data, batch_size, step):
+    counts = multihost_utils.process_allgather(np.int32(len(local_data) // batch_size))
+    return [step(local_data[i:i + batch_size]) for i in range(int(counts.min()))]
+
+
+def epoch_one_short(local_data, batch_size, step):
+    counts = multihost_utils.process_allgather(np.int32(len(local_data) // batch_size))
+    last = int(np.min(counts)) - 1
+    return [step(local_data[i * batch_size:(i + 1) * batch_size]) for i in range(last)]
+
+
 def epoch_with_break(local_data, batch_size, step):  # correct
     sizes = multihost_utils.process_allgather(jnp.int32(local_data.shape[0]))
     results = []
@@ -251,6 +277,23 @@ def epoch_with_break(local_data, batch_size, step):  # correct
             break
         results.append(step(local_data[start:start + batch_size]))
     return results
+
+
+def epoch_while_loop(local_data, batch_size, step):  # correct
+    mine = np.array(len(local_data) // batch_size)
+    everyone = multihost_utils.process_allgather(mine)
+    results, i = [], 0
+    while i < int(everyone.min()):
+        results.append(step(local_data[i * batch_size:(i + 1) * batch_size]))
+        i += 1
+    return results
+
+
+def epoch_reshaped(local_data, batch_size, step):  # correct: a tuple of results
+    counts = multihost_utils.process_allgather(jnp.array(len(local_data) // batch_size))
+    steps = int(jnp.min(counts))
+    batches = np.asarray(local_data[:steps * batch_size]).reshape(steps, batch_size)
+    return tuple(step(batch) for batch in batches)
 
 
 def test_run_epoch_refuses_lambdas_before_launching() -> None:
@@ -285,7 +328,9 @@ def test_run_epoch_in_one_process_catches_partial_batches() -> None:
                         "2 times)"),
     (epoch_max_count, "process 1 failed: ValueError: process 1 passed step() a batch "
                       "of shape (1,), not (4,)"),
-    (epoch_always_first_batch, "wrong values"),
+    (epoch_always_first_batch, "every step got the first batch"),
+    (epoch_overlapping, "the batches overlap"),
+    (epoch_one_short, "one step short"),
 ])
 def test_run_epoch_rejects_wrong_answers(answer, named: str) -> None:
     result = check("multiprocess.run_epoch", answer)
@@ -307,9 +352,113 @@ def test_run_epoch_reports_a_real_hang() -> None:
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("no_children_left")
-@pytest.mark.parametrize("answer", [multiprocess.run_epoch, epoch_with_break])
+@pytest.mark.parametrize("answer", [multiprocess.run_epoch, epoch_with_break,
+                                    epoch_while_loop, epoch_reshaped])
 def test_run_epoch_accepts_correct_answers(answer) -> None:
     assert check("multiprocess.run_epoch", answer).passed
+
+
+# ---- exercise 5: global_batch, in one process and launched ---------------------
+# Module-level functions: the checker copies their source into a worker script.
+
+
+def global_not_padded(local_batch, max_len, sharding):
+    return jax.make_array_from_process_local_data(sharding, local_batch)
+
+
+def global_pad_every_axis(local_batch, max_len, sharding):
+    extra = max_len - local_batch.shape[-1]
+    return jax.make_array_from_process_local_data(sharding, np.pad(local_batch, extra))
+
+
+def global_zeros_first(local_batch, max_len, sharding):
+    zeros = np.zeros((local_batch.shape[0], max_len - local_batch.shape[1]),
+                     local_batch.dtype)
+    padded = np.concatenate([zeros, local_batch], axis=1)
+    shape = (padded.shape[0] * jax.process_count(), max_len)
+    return jax.make_array_from_process_local_data(sharding, padded, shape)
+
+
+def global_left_on_host(local_batch, max_len, sharding):
+    return np.pad(local_batch, ((0, 0), (0, max_len - local_batch.shape[1])))
+
+
+def global_shape_of_this_process(local_batch, max_len, sharding):
+    padded = np.pad(local_batch, ((0, 0), (0, max_len - local_batch.shape[1])))
+    return jax.make_array_from_process_local_data(sharding, padded, padded.shape)
+
+
+def global_rows_per_device(local_batch, max_len, sharding):
+    rows, length = local_batch.shape
+    padded = np.pad(local_batch, ((0, 0), (0, max_len - length)))
+    shape = (rows * jax.device_count(), max_len)
+    return jax.make_array_from_process_local_data(sharding, padded, shape)
+
+
+def global_with_jnp(local_batch, max_len, sharding):  # correct
+    rows, length = local_batch.shape
+    padded = jnp.zeros((rows, max_len), local_batch.dtype).at[:, :length].set(
+        local_batch)
+    return jax.make_array_from_process_local_data(
+        sharding, padded, (jax.process_count() * rows, max_len))
+
+
+def global_shape_inferred(local_batch, max_len, sharding):  # correct once padded
+    width = max_len - local_batch.shape[1]
+    return jax.make_array_from_process_local_data(
+        sharding, np.pad(local_batch, [(0, 0), (0, width)]))
+
+
+def global_from_mesh_and_spec(local_batch, max_len, sharding):  # correct (docs)
+    padded = np.zeros((len(local_batch), max_len), np.float32)
+    padded[:, :local_batch.shape[1]] = local_batch
+    return multihost_utils.host_local_array_to_global_array(
+        padded, sharding.mesh, sharding.spec)
+
+
+@pytest.mark.slow  # the check launches these answers too
+@pytest.mark.usefixtures("no_children_left")
+@pytest.mark.parametrize(("answer", "named"), [
+    (global_not_padded, "not padded to max_len"),
+    (global_pad_every_axis, "pads both ends of every axis"),
+    (global_zeros_first, "the zeros are on the left"),
+    (global_left_on_host, "got a ndarray, not a global jax.Array"),
+])
+def test_global_batch_rejects_wrong_answers_in_one_process(answer, named: str) -> None:
+    result = check("multiprocess.global_batch", answer)
+    assert not result.feedback[0].passed
+    assert named in failures(result)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_children_left")
+@pytest.mark.parametrize(("answer", "named"), [
+    (global_shape_of_this_process, "the global shape is this process's own shape"),
+    (global_rows_per_device, "Invalid host data"),
+])
+def test_global_batch_rejects_answers_only_wrong_across_processes(
+        answer, named: str) -> None:
+    result = check("multiprocess.global_batch", answer)
+    assert all(f.passed for f in result.feedback[:3])  # right in one process
+    assert not result.feedback[3].passed
+    assert named in failures(result)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_children_left")
+@pytest.mark.parametrize("answer", [multiprocess.global_batch, global_with_jnp,
+                                    global_shape_inferred, global_from_mesh_and_spec])
+def test_global_batch_accepts_correct_answers(answer) -> None:
+    result = check("multiprocess.global_batch", answer)
+    assert result.passed, result.report()
+
+
+def test_global_batch_launch_varies_lengths_and_rows() -> None:
+    rows = {r for r, _, _ in multiprocess.GLOBAL_SCENARIOS}
+    assert len(rows) > 1
+    for _, lengths, _ in multiprocess.GLOBAL_SCENARIOS:
+        assert len(set(lengths)) == 2
+    assert multiprocess.GLOBAL_DEVICES_PER_PROCESS > 1  # devices != processes
 
 
 # ---- the explorer ---------------------------------------------------------------
@@ -356,7 +505,7 @@ def test_student_notebook_is_stripped() -> None:
     student = nbformat.read(STUDENT, as_version=4)
     text = "\n".join(cell.source for cell in student.cells)
     assert "BEGIN SOLUTION" not in text and "divmod(num_records" not in text
-    assert text.count("    # YOUR CODE HERE\n    raise NotImplementedError()") == 4
+    assert text.count("    # YOUR CODE HERE\n    raise NotImplementedError()") == 5
     assert not any(cell.get("outputs") for cell in student.cells
                    if cell.cell_type == "code")
 
@@ -365,5 +514,5 @@ def test_student_notebook_is_stripped() -> None:
 @pytest.mark.usefixtures("no_children_left")
 def test_student_notebook_runs_and_reports_not_attempted(execute_notebook) -> None:
     texts = execute_notebook(STUDENT)
-    for exercise_id, total in zip(IDS, (6, 7, 2, 2), strict=True):
+    for exercise_id, total in zip(IDS, (6, 7, 2, 2, 4), strict=True):
         assert f"{exercise_id}: not attempted yet (0/{total} tests)" in texts

@@ -68,6 +68,16 @@ def spec_from_mesh_names():  # correct, spelled differently
     names = ("a", "b")
     return P(names[1], names[0])
 
+def spec_jax_p():  # correct: jax.P is the same class
+    return jax.P("b", "a")
+
+def spec_one_axis_tuples():  # correct: a tuple of one mesh axis is that axis
+    return P(("b",), ("a",))
+
+def spec_unpacked():  # correct
+    rows_then_columns = ["b", "a"]
+    return P(*rows_then_columns)
+
 # -- exercise 2
 def dp_params_sharded(params, batch, mesh):
     split = NamedSharding(mesh, P("batch"))
@@ -90,6 +100,22 @@ def dp_per_leaf(params, batch, mesh):  # correct: leaf by leaf, spelled P("batch
     params = [(jax.device_put(w, rep), jax.device_put(b, rep)) for w, b in params]
     inputs, targets = batch
     return params, (jax.device_put(inputs, rows), jax.device_put(targets, rows))
+
+def dp_seed_style(params, batch, mesh):  # correct: the seed's order, a list back
+    sharding = NamedSharding(mesh, P("batch"))
+    batch = jax.device_put(batch, sharding)
+    params = jax.device_put(params, NamedSharding(mesh, P()))
+    return [params, batch]
+
+def dp_tree_map(params, batch, mesh):  # correct: leaf by leaf with tree.map
+    replicated = NamedSharding(mesh, jax.P())
+    by_rows = NamedSharding(mesh, jax.P(mesh.axis_names[0]))
+    put = lambda sharding: lambda leaf: jax.device_put(leaf, sharding)
+    return jax.tree.map(put(replicated), params), jax.tree.map(put(by_rows), batch)
+
+def dp_shardings_pytree(params, batch, mesh):  # correct: one device_put, two shardings
+    shardings = (NamedSharding(mesh, P()), NamedSharding(mesh, P("batch")))
+    return jax.device_put((params, batch), shardings)
 
 # -- exercise 3
 def _place(specs, batch_spec):
@@ -116,6 +142,27 @@ def mp_tree_map(params, batch, mesh):  # correct: a pytree of shardings
                              is_leaf=lambda s: isinstance(s, P))
     params = jax.device_put([tuple(layer) for layer in params], shardings)
     return params, jax.device_put(batch, NamedSharding(mesh, P("batch", None)))
+
+def mp_seed_style(params, batch, mesh):  # correct: unpacked by hand, a tuple back
+    def put(x, *spec):
+        return jax.device_put(x, NamedSharding(mesh, P(*spec)))
+    (W1, b1), (W2, b2), (W3, b3), (W4, b4) = params
+    W1, b1 = put(W1), put(b1)
+    W2, b2 = put(W2, None, "model"), put(b2, "model")
+    W3, b3 = put(W3, "model", None), put(b3)
+    W4, b4 = put(W4), put(b4)
+    return ((W1, b1), (W2, b2), (W3, b3), (W4, b4)), put(batch, "batch", None)
+
+def mp_by_index(params, batch, mesh):  # correct: a loop over the layers
+    placed = []
+    for i, (w, b) in enumerate(params):
+        w_spec, b_spec = {1: (P(None, "model"), P("model")),
+                          2: (P("model", None), P())}.get(i, (P(), P()))
+        placed.append((jax.device_put(w, NamedSharding(mesh, w_spec)),
+                       jax.device_put(b, NamedSharding(mesh, b_spec))))
+    inputs, targets = batch
+    rows = NamedSharding(mesh, P("batch"))
+    return placed, (jax.device_put(inputs, rows), jax.device_put(targets, rows))
 
 # -- exercise 4
 def hidden_forgot_constraint(mesh):
@@ -186,6 +233,26 @@ def hidden_not_jitted(mesh):  # correct: the check compiles it anyway
         return jax.lax.with_sharding_constraint(jax.nn.relu(jnp.dot(x, w)), target)
     return hidden_layer
 
+def hidden_out_shardings(mesh):  # correct: jit's out_shardings states the layout
+    return jax.jit(lambda x, w: jax.nn.relu(x @ w),
+                   out_shardings=NamedSharding(mesh, P("batch", "model")))
+
+def hidden_own_fixed_mesh(mesh):  # wrong: a 4x2 mesh written in, not the one given
+    from solutions.sharding import auto_mesh
+    fixed = auto_mesh((4, 2), ("batch", "model"))
+    @jax.jit
+    def hidden_layer(x, w):
+        h = jax.nn.relu(x @ w)
+        target = NamedSharding(fixed, P("batch", "model"))
+        return jax.lax.with_sharding_constraint(h, target)
+    return hidden_layer
+
+def dp_own_fixed_mesh(params, batch, mesh):  # wrong: an 8-device mesh written in
+    from solutions.sharding import auto_mesh
+    fixed = auto_mesh((8,), ("batch",))
+    return (jax.device_put(params, NamedSharding(fixed, P())),
+            jax.device_put(batch, NamedSharding(fixed, P("batch"))))
+
 # -- exercise 5 (Explicit mode): x's columns and y's rows are split alike
 def product_plain(x, y, spec):  # JAX refuses: the sharding is ambiguous
     return x @ y
@@ -233,6 +300,7 @@ WRONG = {
         ("dp_batch_replicated", "the batch is replicated instead of sharded"),
         ("dp_batch_by_columns", "split by columns (features)"),
         ("dp_left_on_host", "got a ndarray, not a jax.Array placed on the mesh"),
+        ("dp_own_fixed_mesh", "✗ on a mesh of 4 devices"),
     ],
     "sharding.shard_mlp_2d": [
         ("mp_swapped", "look swapped (transposed specs)"),
@@ -248,6 +316,7 @@ WRONG = {
         ("hidden_split_contracting", "need an all-reduce"),
         ("hidden_split_w_rows", "split w's rows, the contracted dimension"),
         ("hidden_wrong_axis_name", "Resource axis: data"),
+        ("hidden_own_fixed_mesh", "✗ on a 2x4 mesh"),
     ],
     "sharding.explicit_product": [
         ("product_plain", "Please specify the output sharding via the `out_sharding`"),
@@ -258,10 +327,13 @@ WRONG = {
     ],
 }
 RIGHT = {
-    "sharding.spec_for_target": ["spec_from_mesh_names"],
-    "sharding.shard_batch": ["dp_per_leaf"],
-    "sharding.shard_mlp_2d": ["mp_tree_map"],
-    "sharding.make_hidden_layer": ["hidden_split_w_columns", "hidden_not_jitted"],
+    "sharding.spec_for_target": ["spec_from_mesh_names", "spec_jax_p",
+                                 "spec_one_axis_tuples", "spec_unpacked"],
+    "sharding.shard_batch": ["dp_per_leaf", "dp_seed_style", "dp_tree_map",
+                             "dp_shardings_pytree"],
+    "sharding.shard_mlp_2d": ["mp_tree_map", "mp_seed_style", "mp_by_index"],
+    "sharding.make_hidden_layer": ["hidden_split_w_columns", "hidden_not_jitted",
+                                   "hidden_out_shardings"],
     "sharding.explicit_product": ["product_dot", "product_einsum",
                                   "product_then_reshard", "product_gather_first",
                                   "product_auto_axes"],
@@ -320,7 +392,7 @@ def test_every_exercise_has_three_named_mistakes() -> None:
         exercise = get(exercise_id)  # importing needs no devices
         assert len(exercise.mistakes) >= 3 and len(exercise.hints) >= 3
         assert exercise.devices == 8 and exercise.chapter == "04_distributed_arrays"
-        assert len(WRONG[exercise_id]) >= 3 and RIGHT[exercise_id]
+        assert len(WRONG[exercise_id]) >= 3 and len(RIGHT[exercise_id]) >= 3
 
 
 def test_too_few_devices_is_a_clear_error() -> None:
@@ -482,7 +554,7 @@ def test_student_notebook_is_stripped() -> None:
 @pytest.mark.slow
 def test_student_notebook_runs_and_reports_not_attempted(execute_notebook) -> None:
     texts = execute_notebook(STUDENT)
-    for exercise_id, total in zip(IDS, (2, 3, 3, 3, 5), strict=True):
+    for exercise_id, total in zip(IDS, (2, 4, 4, 4, 5), strict=True):
         assert f"{exercise_id}: not attempted yet (0/{total} tests)" in texts
 
 
@@ -521,7 +593,7 @@ def test_grading_a_submission(tmp_path: Path) -> None:
         "sharding.spec_for_target": 1.0,
         "sharding.shard_batch": 1.0,
         "sharding.shard_mlp_2d": 0.0,
-        "sharding.make_hidden_layer": round(2 / 3, 4),
+        "sharding.make_hidden_layer": 0.5,
         "sharding.explicit_product": 0.0,
     }
     assert "forget the with_sharding_constraint" in " ".join(

@@ -20,7 +20,7 @@ from solutions import torch_data
 ROOT = Path(__file__).resolve().parents[1]
 STUDENT = ROOT / "exercises" / "02_mlp_torch_data_exercises.ipynb"
 IDS = ["torch_data.numpy_collate", "torch_data.flatten_and_cast",
-       "torch_data.batches", "torch_data.shuffled_batches"]
+       "torch_data.batches", "torch_data.shuffled_batches", "torch_data.make_loader"]
 
 # ---- wrong answers ------------------------------------------------------------
 
@@ -137,7 +137,37 @@ def shuffled_drop_last(num_examples, batch_size, seed):
             for i in range(num_examples // batch_size)]
 
 
+def loader_default_collate(dataset, batch_size, collate_fn):
+    from torch.utils.data import DataLoader
+
+    return DataLoader(dataset, batch_size=batch_size)
+
+
+def loader_drop_last(dataset, batch_size, collate_fn):
+    from torch.utils.data import DataLoader
+
+    return DataLoader(dataset, batch_size=batch_size, collate_fn=collate_fn,
+                      drop_last=True)
+
+
+def loader_batch_128(dataset, batch_size, collate_fn):
+    from torch.utils.data import DataLoader
+
+    return DataLoader(dataset, batch_size=128, collate_fn=collate_fn)
+
+
+def loader_list(dataset, batch_size, collate_fn):
+    # Batches, but not a DataLoader: the exercise asks for a real one.
+    return [collate_fn(dataset[s:s + batch_size])
+            for s in range(0, len(dataset), batch_size)]
+
+
 WRONG = [
+    ("torch_data.make_loader", loader_default_collate,
+     "returned a Tensor where an array was expected"),
+    ("torch_data.make_loader", loader_drop_last, "drop_last drops it"),
+    ("torch_data.make_loader", loader_batch_128, "wrong structure"),
+    ("torch_data.make_loader", loader_list, "expected True, got False"),
     ("torch_data.numpy_collate", collate_torch,
      "returned a Tensor where an array was expected"),
     ("torch_data.numpy_collate", collate_no_recursion,
@@ -212,6 +242,22 @@ def collate_asarray(batch):
     return np.array(batch)
 
 
+def collate_seed(batch):
+    # The seed's version (and the current JAX docs' "Training a simple neural
+    # network, with PyTorch data loading"): torch's default_collate, then every
+    # leaf turned into NumPy. It returns lists where the reference keeps tuples.
+    return jax.tree.map(np.asarray, default_collate(batch))
+
+
+def collate_old_docs(batch):
+    # The older docs' recursive version: lists for every container.
+    if isinstance(batch[0], np.ndarray):
+        return np.stack(batch)
+    if isinstance(batch[0], (tuple, list)):
+        return [collate_old_docs(list(samples)) for samples in zip(*batch, strict=True)]
+    return np.array(batch)
+
+
 def flatten_reshape(pic):
     return np.array(pic).reshape(-1).astype(np.float32)
 
@@ -249,9 +295,36 @@ def shuffled_lists(num_examples, batch_size, seed):
     return [order[s:s + batch_size] for s in range(0, num_examples, batch_size)]
 
 
+def loader_keywords(dataset, batch_size, collate_fn):
+    from torch.utils.data import DataLoader
+
+    return DataLoader(dataset=dataset, batch_size=batch_size, shuffle=False,
+                      collate_fn=collate_fn, drop_last=False)
+
+
+def loader_sampler(dataset, batch_size, collate_fn):
+    # The docs' NumpyLoader idea: an explicit sequential sampler.
+    from torch.utils.data import DataLoader, SequentialSampler
+
+    return DataLoader(dataset, batch_size=batch_size,
+                      sampler=SequentialSampler(dataset), collate_fn=collate_fn)
+
+
+def loader_batch_sampler(dataset, batch_size, collate_fn):
+    from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
+
+    sampler = BatchSampler(SequentialSampler(dataset), batch_size, drop_last=False)
+    return DataLoader(dataset, batch_sampler=sampler, collate_fn=collate_fn)
+
+
 RIGHT = [
+    ("torch_data.make_loader", loader_keywords),
+    ("torch_data.make_loader", loader_sampler),
+    ("torch_data.make_loader", loader_batch_sampler),
     ("torch_data.numpy_collate", collate_tree_map),
     ("torch_data.numpy_collate", collate_asarray),
+    ("torch_data.numpy_collate", collate_seed),
+    ("torch_data.numpy_collate", collate_old_docs),
     ("torch_data.flatten_and_cast", flatten_reshape),
     ("torch_data.flatten_and_cast", flatten_float32_ravel),
     ("torch_data.batches", batches_generator),
