@@ -14,7 +14,9 @@ from matplotlib import font_manager, ft2font, rcParams
 
 from jaxcourse import CourseError
 
-__all__ = ["CJK_FONTS", "FontNotFoundError", "font_covers", "use_cjk_font"]
+__all__ = [
+    "CJK_FONTS", "CJK_FONTS_SC", "FontNotFoundError", "font_covers", "use_cjk_font",
+]
 
 #: CJK font families, most wanted first: Traditional-Chinese faces before the
 #: Simplified, Japanese and Korean ones (which draw some characters with other
@@ -36,8 +38,24 @@ CJK_FONTS: tuple[str, ...] = (
     "Noto Sans CJK KR",
 )
 
+#: The same families with the Simplified-Chinese faces first, for the
+#: Simplified-Chinese (zh-Hans) edition: ``use_cjk_font(CJK_FONTS_SC, script="SC")``.
+CJK_FONTS_SC: tuple[str, ...] = (
+    "Noto Sans CJK SC",
+    "Noto Sans SC",
+    "Source Han Sans SC",
+    "PingFang SC",
+    "Microsoft YaHei",
+    "Heiti SC",
+    "WenQuanYi Zen Hei",
+    *(family for family in CJK_FONTS if not family.endswith(" SC")
+      and family not in ("Microsoft YaHei", "WenQuanYi Zen Hei")),
+)
+
 # Characters a CJK font must draw for the course's figures (Traditional forms).
 _SAMPLE = "資料平行裝置損失準確率梯度"
+# The same words in Simplified forms, for the zh-Hans edition's figures.
+_SAMPLE_SC = "数据并行设备损失准确率梯度"
 
 
 class FontNotFoundError(CourseError):
@@ -133,9 +151,10 @@ def use_cjk_font(
         If none of ``candidates`` is installed with Chinese glyphs; the
         message says how to install one.
     """
+    sample = _SAMPLE if script == "TC" else _SAMPLE_SC
     for attempt in range(2):
         for family in candidates:
-            if font_covers(family):
+            if font_covers(family, sample):
                 return _use(family)
         if attempt == 0:
             _register_new_system_fonts()
@@ -149,7 +168,7 @@ def use_cjk_font(
             fetched = f" Fetching one failed too: {err}."
         else:
             font_manager.fontManager.addfont(str(path))
-            if font_covers(family, _SAMPLE if script == "TC" else "数据并行设备"):
+            if font_covers(family, sample):
                 return _use(family)
             fetched = f" The fetched {path.name} cannot draw them either."
     raise FontNotFoundError(

@@ -247,8 +247,8 @@ register(
             "被對映的函式只看見一個數。",
             "被對映的函式裡，jnp.sum(x) 只是這一個數自己；"
             "要跨具名軸求和得用 lax.psum。",
-            "軸名稱以 tuple 傳入，psum 就同時跨越兩個軸："
-            "x / lax.psum(x, axis_name=(\"i\", \"j\"))。",
+            "lax.psum 的 axis_name 也可以是軸名稱組成的 tuple，"
+            "一次跨越好幾個軸；想想總和要涵蓋哪幾個軸。",
         ],
         mistakes=[
             Mistake("只跨內層的 \"j\" 求和：每一列各自正規化，而不是全域正規化。"
@@ -295,7 +295,8 @@ register(
             "前面加一個裝置軸，後面的軸原封不動。",
             "第 k 臺裝置要拿到連續的第 k 片：array[k * B:(k + 1) * B]，"
             "B = N // num_devices。reshape 的軸順序決定了哪些列放在一起。",
-            "array.reshape(num_devices, -1, *array.shape[1:]) 一行就夠了。",
+            "一次 reshape 就夠了：新形狀的第一個數是裝置數，"
+            "第二個可以交給 -1 推算，其餘照抄原來的形狀。",
         ],
         mistakes=[
             Mistake("軸的順序反了：裝置軸要放在最前面，"
@@ -335,8 +336,8 @@ register(
             "jax.tree.map 把函式套用到每個葉節點，並保留原來的結構。",
             "每個葉節點 a 要變成形狀 (num_devices, *a.shape)：裝置軸加在最前面，"
             "每一片都和 a 一樣。",
-            "jnp.broadcast_to(a, (num_devices, *a.shape)) 不必真的複製資料；"
-            "jnp.stack([a] * num_devices) 也可以。",
+            "jnp.broadcast_to 可以把一個陣列「看成」更大的形狀而不真的複製資料；"
+            "把 num_devices 份同樣的陣列疊起來（jnp.stack）也行。",
         ],
         mistakes=[
             Mistake("裝置軸要加在最前面（第 0 軸），pmap 沿第 0 軸把副本分給各裝置",
@@ -367,11 +368,11 @@ register(
         hints=[
             "每臺裝置先用 jax.value_and_grad(loss_fn) 算出自己那一片資料上的"
             "損失與梯度。",
-            "lax.pmean(grads, axis_name=\"batch\") 平均 8 臺裝置的梯度"
-            "（整個 pytree 一次處理）；損失也要 pmean，"
+            "集體運算可以直接作用在整個梯度 pytree 上；要的是 8 臺裝置的平均，"
+            "不是總和（總和會得到 8 倍的梯度）。損失也一樣要跨 \"batch\" 平均，"
             "每臺裝置回報的才是全域批次的損失。",
-            "更新：jax.tree.map(lambda p, g: p - step_size * g, params, grads)，"
-            "回傳 (new_params, loss)。用 lax.psum 會得到 8 倍的梯度。",
+            "更新要對每一對 (參數, 梯度) 葉節點做同一件事：jax.tree.map 可以同時走訪"
+            "兩棵結構相同的樹。最後回傳 (new_params, loss)。",
         ],
         mistakes=[
             Mistake("更新幅度是正確的 8 倍：lax.psum 把 8 份梯度加總，"
@@ -410,16 +411,14 @@ register(
                  rtol=1e-4, atol=1e-6, extract=_with_devices),
         ],
         hints=[
-            "jax.shard_map(f, mesh=mesh, in_specs=(P(), P(\"batch\"), P(\"batch\")), "
-            "out_specs=P())：參數複製（P()），影像與標籤沿 \"batch\" 分片，"
-            "梯度複製回來。",
+            "先決定三個輸入與輸出的分片規格：參數在每臺裝置上都是完整的一份，"
+            "影像與標籤沿網格的 \"batch\" 軸切開，梯度最後在每臺裝置上都相同。",
             "在 shard_map 裡，對複製參數的梯度會自動跨裝置加總（psum）；"
             "先 pmean 區域梯度仍然是 8 倍。請對「pmean 之後的全域平均損失」微分。",
-            "def global_loss(p, images, labels): "
-            "return lax.pmean(loss_fn(p, images, labels), \"batch\")，"
-            "再 jax.shard_map(jax.grad(global_loss), ...)。"
-            "分片的 jit 也可以：把資料以 NamedSharding(mesh, P(\"batch\")) 放好，"
-            "jax.jit(jax.grad(loss_fn))。",
+            "在每臺裝置的函式裡，先寫一個回傳「全域平均損失」的小函式"
+            "（區域損失再跨 \"batch\" 平均），再對它取梯度。"
+            "或者不寫 shard_map：把資料以 NamedSharding 沿 \"batch\" 放好，"
+            "讓 jax.jit 編譯單一裝置的梯度函式。",
         ],
         mistakes=[
             Mistake("梯度是正確值的 8 倍：shard_map 已自動把複製參數的梯度加總，"

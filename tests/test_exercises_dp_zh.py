@@ -73,6 +73,16 @@ normalize_swapped_names = _nested(lambda x: x / lax.psum(x, ("j", "i")),
                                   outer="j", inner="i")
 
 
+def normalize_seed_axis_names(grid):
+    # The seed's idea (psum over the axis names ('p', 'v')), inside the maps it
+    # needs: its own names, single quotes, and the sum computed before dividing.
+    def per_element(x):
+        total_sum = jax.lax.psum(x, axis_name=('p', 'v'))
+        return x / total_sum
+
+    return jax.pmap(jax.vmap(per_element, axis_name='v'), axis_name='p')(grid)
+
+
 def normalize_row_sums_then_psum(grid):
     # 每臺裝置先在自己那一列上求和（一般的 jnp.sum），再跨裝置 psum。
     def per_device(row):
@@ -104,6 +114,10 @@ def split_hard_coded(array, num_devices):
 
 def split_minus_one(array, num_devices):
     return array.reshape(num_devices, -1, *array.shape[1:])
+
+
+def split_np_split(array, num_devices):
+    return jnp.stack(jnp.split(jnp.asarray(array), num_devices))
 
 
 def split_stack_slices(array, num_devices):
@@ -138,6 +152,14 @@ def replicate_float32(tree, num_devices):
 
 def replicate_stack(tree, num_devices):
     return jax.tree.map(lambda a: jnp.stack([a] * num_devices), tree)
+
+
+def replicate_zeros_plus(tree, num_devices):
+    def copies(a):
+        a = jnp.asarray(a)
+        return jnp.zeros((num_devices, *a.shape), a.dtype) + a
+
+    return jax.tree_util.tree_map(copies, tree)
 
 
 def replicate_repeat(tree, num_devices):
@@ -177,6 +199,14 @@ def step_grad_of_pmean_loss(params, images, labels, step_size):
 
     loss, grads = jax.value_and_grad(global_loss)(params)
     return jax.tree.map(lambda p, g: p - step_size * g, params, grads), loss
+
+
+@functools.partial(jax.pmap, axis_name="batch", in_axes=(0, 0, 0, None))
+def step_separate_grad(params, images, labels, step_size):
+    grads = lax.pmean(jax.grad(loss_fn)(params, images, labels), "batch")
+    loss = lax.pmean(loss_fn(params, images, labels), "batch")
+    new_params = jax.tree_util.tree_map(lambda p, g: p - g * step_size, params, grads)
+    return new_params, loss
 
 
 @functools.partial(jax.pmap, axis_name="batch", in_axes=(0, 0, 0, None))
@@ -270,12 +300,16 @@ RIGHT = [
     ("dp_zh.global_normalize", "normalize_two_psums"),
     ("dp_zh.global_normalize", "normalize_swapped_names"),
     ("dp_zh.global_normalize", "normalize_row_sums_then_psum"),
+    ("dp_zh.global_normalize", "normalize_seed_axis_names"),
     ("dp_zh.split_for_devices", "split_minus_one"),
     ("dp_zh.split_for_devices", "split_stack_slices"),
+    ("dp_zh.split_for_devices", "split_np_split"),
     ("dp_zh.replicate", "replicate_stack"),
     ("dp_zh.replicate", "replicate_repeat"),
+    ("dp_zh.replicate", "replicate_zeros_plus"),
     ("dp_zh.pmap_step", "step_psum_over_n"),
     ("dp_zh.pmap_step", "step_optax_sgd"),
+    ("dp_zh.pmap_step", "step_separate_grad"),
     ("dp_zh.data_parallel_grads", "grads_sharded_jit"),
     ("dp_zh.data_parallel_grads", "grads_local_over_n"),
     ("dp_zh.data_parallel_grads", "grads_value_and_grad"),
@@ -392,6 +426,44 @@ def test_every_exercise_has_three_wrong_answers_and_an_alternative() -> None:
     right = Counter(e for e, _ in RIGHT)
     assert set(wrong) == set(right) == set(IDS)
     assert min(wrong.values()) >= 3
+    assert min(right.values()) >= 3
+
+
+def _normalized(code: str) -> str:
+    return re.sub(r"\s+", "", code).replace("'", '"').replace('\\"', '"')
+
+
+def _statements(function) -> list[str]:
+    """Every statement of ``function``'s body (nested ones too), normalized."""
+    import ast
+    import inspect
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and not isinstance(
+                node, (ast.FunctionDef, ast.ClassDef)):
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+                continue  # a docstring
+            # Four expression nodes or more: `return new_params, loss` (three)
+            # is what the exercise's text asks for, not its solution.
+            if sum(isinstance(n, ast.expr) for n in ast.walk(node)) < 4:
+                continue
+            out.append(_normalized(ast.unparse(node)))
+            if isinstance(node, (ast.Return, ast.Assign)) and node.value is not None:
+                out.append(_normalized(ast.unparse(node.value)))
+    return out
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_no_hint_states_the_reference_solution(exercise_id) -> None:
+    # The hints lead; the Show-solution button gives the answer.
+    exercise = get(exercise_id)
+    statements = _statements(exercise.reference)
+    assert statements
+    for hint in exercise.hints:
+        text = _normalized(hint)
+        assert not [s for s in statements if s in text], hint
 
 
 def test_eight_device_exercises_declare_their_devices() -> None:

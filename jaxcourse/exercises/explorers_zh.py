@@ -8,7 +8,9 @@ chapter's global normalization ``pmap(vmap(x / psum(x, axes)))`` over
 axis each row (or column) does, with none every entry is 1. The work is done
 by plain functions (:func:`explore`, :func:`plot_exploration`,
 :func:`summary_html`); the widget only wires its controls to them. Labels are
-in Traditional Chinese.
+in Traditional Chinese, or Simplified with ``language="zh-Hans"`` (the
+generated edition's; :data:`LABELS` holds both, and a test checks that the
+Simplified ones are what ``python -m jaxcourse.zh_hans`` derives).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ __all__ = [
     "AXES_CHOICES",
     "DataParallelExplorer",
     "Exploration",
+    "LABELS",
     "data_parallel_explorer",
     "explore",
     "plot_exploration",
@@ -43,6 +46,52 @@ AXES_CHOICES: dict[str, tuple[str, ...] | None] = {
     "不用 psum（x / x）": None,
 }
 IMAGE_SHAPE = (28, 28)
+
+#: Every Chinese label of the explorer, per language (format fields in braces).
+LABELS: dict[str, dict[str, str]] = {
+    "zh-Hant": {
+        "devices": "裝置數",
+        "per_device": "每臺裝置的批次",
+        "collective": "集體運算",
+        "device_k": "裝置 {k}",
+        "xlabel": "每臺裝置上的第幾筆（vmap 的軸 \"j\"）",
+        "title": "正規化之後的值：全部的總和 = {total}",
+        "no_sum": "不求和",
+        "psum_over": "psum 跨 {axes}",
+        "more": "，…",
+        "summary": "<b>全域批次</b> = {d} 臺裝置 × 每臺 {b} 筆 = {n} 筆<br>"
+        "<b>切給裝置後的影像</b>：({n}, 28, 28) → {images}；每臺裝置拿到 {shard}<br>"
+        "<b>{axes}</b>：每臺裝置上的總和 [{sums}]，"
+        "全部的總和 {total}（結果分布在 {on} 臺裝置上）",
+        "name": "資料平行探索器",
+        "text": "資料平行探索器：改變裝置數、每臺裝置的批次或 psum 的軸，"
+        "看全域批次、每臺裝置的形狀與總和。",
+    },
+    "zh-Hans": {
+        "devices": "设备数",
+        "per_device": "每台设备的批次",
+        "collective": "集体运算",
+        "device_k": "设备 {k}",
+        "xlabel": "每台设备上的第几条（vmap 的轴 \"j\"）",
+        "title": "归一化之后的值：全部的总和 = {total}",
+        "no_sum": "不求和",
+        "psum_over": "psum 跨 {axes}",
+        "more": "，…",
+        "summary": "<b>全局批次</b> = {d} 台设备 × 每台 {b} 条 = {n} 条<br>"
+        "<b>切给设备后的图像</b>：({n}, 28, 28) → {images}；每台设备拿到 {shard}<br>"
+        "<b>{axes}</b>：每台设备上的总和 [{sums}]，"
+        "全部的总和 {total}（结果分布在 {on} 台设备上）",
+        "name": "数据并行探索器",
+        "text": "数据并行探索器：改变设备数、每台设备的批次或 psum 的轴，"
+        "看全局批次、每台设备的形状与总和。",
+    },
+}
+#: The dropdown's choices in each language (same order as :data:`AXES_CHOICES`).
+AXES_LABELS: dict[str, tuple[str, ...]] = {
+    "zh-Hant": tuple(AXES_CHOICES),
+    "zh-Hans": ('psum(x, ("i", "j"))：跨两个轴', 'psum(x, "j")：只跨每台设备内',
+                'psum(x, "i")：只跨设备之间', "不用 psum（x / x）"),
+}
 
 
 @dataclass(frozen=True)
@@ -123,44 +172,44 @@ def explore(num_devices: int, per_device: int,
                        len(out.devices()))
 
 
-def summary_html(exploration: Exploration) -> str:
+def summary_html(exploration: Exploration, language: str = "zh-Hant") -> str:
     """Describe one setting in Chinese: batch sizes, shapes and sums."""
-    e = exploration
+    e, text = exploration, LABELS[language]
     sums = ", ".join(f"{s:.3g}" for s in e.row_sums[:8])
-    more = "，…" if e.num_devices > 8 else ""
-    axes = "不求和" if e.axes is None else f"psum 跨 {e.axes}"
-    return (
-        f"<b>全域批次</b> = {e.num_devices} 臺裝置 × 每臺 {e.per_device} 筆 = "
-        f"{e.global_batch} 筆<br>"
-        f"<b>切給裝置後的影像</b>：({e.global_batch}, 28, 28) → "
-        f"{e.images_shape}；每臺裝置拿到 {e.shard_shape}<br>"
-        f"<b>{html.escape(axes)}</b>：每臺裝置上的總和 [{sums}{more}]，"
-        f"全部的總和 {e.total:.4g}（結果分布在 {e.result_devices} 臺裝置上）"
+    more = text["more"] if e.num_devices > 8 else ""
+    axes = text["no_sum"] if e.axes is None else text["psum_over"].format(axes=e.axes)
+    return text["summary"].format(
+        d=e.num_devices, b=e.per_device, n=e.global_batch, images=e.images_shape,
+        shard=e.shard_shape, axes=html.escape(axes), sums=sums + more,
+        total=f"{e.total:.4g}", on=e.result_devices,
     )
 
 
-def plot_exploration(exploration: Exploration) -> bytes:
+def plot_exploration(exploration: Exploration, language: str = "zh-Hant") -> bytes:
     """Draw the normalized grid, one row per device, and return a PNG."""
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    from jaxcourse.plotting import use_cjk_font
+    from jaxcourse.plotting import CJK_FONTS, CJK_FONTS_SC, use_cjk_font
 
-    use_cjk_font()
-    e = exploration
+    if language == "zh-Hans":
+        use_cjk_font(CJK_FONTS_SC, script="SC")
+    else:
+        use_cjk_font(CJK_FONTS)
+    e, text = exploration, LABELS[language]
     figure = Figure(figsize=(7.0, 0.9 + 0.35 * e.num_devices), dpi=80,
                     layout="constrained")
     axes = figure.subplots()
     image = axes.imshow(e.result, aspect="auto", cmap="viridis")
     axes.set_yticks(range(e.num_devices),
-                    [f"裝置 {k}" for k in range(e.num_devices)])
+                    [text["device_k"].format(k=k) for k in range(e.num_devices)])
     if e.result.size <= 96:  # 格子不多時，把數值寫在格子裡
         for (row, col), value in np.ndenumerate(e.result):
             axes.text(col, row, f"{value:.2g}", ha="center", va="center",
                       fontsize=7, color="white")
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # 第幾筆只有整數
-    axes.set_xlabel("每臺裝置上的第幾筆（vmap 的軸 \"j\"）")
-    axes.set_title(f"正規化之後的值：全部的總和 = {e.total:.4g}")
+    axes.set_xlabel(text["xlabel"])
+    axes.set_title(text["title"].format(total=f"{e.total:.4g}"))
     figure.colorbar(image, ax=axes)
     return png_bytes(figure)
 
@@ -174,24 +223,34 @@ class DataParallelExplorer(Explorer):
         Largest per-device batch on the slider.
     run : bool
         Compute and draw once right away.
+    language : {"zh-Hant", "zh-Hans"}
+        Traditional or Simplified Chinese labels.
     """
 
-    def __init__(self, *, max_per_device: int = 32, run: bool = True) -> None:
+    def __init__(self, *, max_per_device: int = 32, run: bool = True,
+                 language: str = "zh-Hant") -> None:
+        if language not in LABELS:
+            raise ValueError(f"language must be one of {tuple(LABELS)}, "
+                             f"not {language!r}")
+        self.language = language
+        text = LABELS[language]
+        self._choices = dict(zip(AXES_LABELS[language], AXES_CHOICES.values(),
+                                 strict=True))
         self.deferred = grading_mode()
         self.exploration: Exploration | None = None
         style = {"description_width": "initial"}
         devices = jax.device_count() if not self.deferred else 1
         self.num_devices = widgets.IntSlider(
-            value=devices, min=1, max=devices, description="裝置數",
+            value=devices, min=1, max=devices, description=text["devices"],
             continuous_update=False, style=style,
         )
         self.per_device = widgets.IntSlider(
             value=min(4, max_per_device), min=1, max=max_per_device,
-            description="每臺裝置的批次", continuous_update=False, style=style,
+            description=text["per_device"], continuous_update=False, style=style,
         )
         self.axes = widgets.Dropdown(
-            options=list(AXES_CHOICES), value=next(iter(AXES_CHOICES)),
-            description="集體運算", style=style,
+            options=list(self._choices), value=next(iter(self._choices)),
+            description=text["collective"], style=style,
         )
         self.image = widgets.Image(format="png")
         self.status = widgets.HTML()
@@ -212,19 +271,20 @@ class DataParallelExplorer(Explorer):
     def update(self) -> Exploration:
         """Recompute with the controls' values and redraw (every control's callback)."""
         self.exploration = explore(self.num_devices.value, self.per_device.value,
-                                   AXES_CHOICES[self.axes.value])
-        self.status.value = summary_html(self.exploration)
-        self.image.value = plot_exploration(self.exploration)
+                                   self._choices[self.axes.value])
+        self.status.value = summary_html(self.exploration, self.language)
+        self.image.value = plot_exploration(self.exploration, self.language)
         return self.exploration
 
     def text(self) -> str:
         """Deterministic plain-text form (the same on every machine)."""
+        text = LABELS[self.language]
         if self.deferred:
-            return message("summary_deferred", "zh-Hant", id="資料平行探索器")
-        return ("資料平行探索器：改變裝置數、每臺裝置的批次或 psum 的軸，"
-                "看全域批次、每臺裝置的形狀與總和。")
+            return message("summary_deferred", self.language, id=text["name"])
+        return text["text"]
 
 
-def data_parallel_explorer(max_per_device: int = 32) -> DataParallelExplorer:
+def data_parallel_explorer(max_per_device: int = 32,
+                           language: str = "zh-Hant") -> DataParallelExplorer:
     """Build the data-parallel explorer (computes once right away)."""
-    return DataParallelExplorer(max_per_device=max_per_device)
+    return DataParallelExplorer(max_per_device=max_per_device, language=language)
