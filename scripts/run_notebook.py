@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import nbformat
+from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 
 # A path under a home, temp or work folder, printed by an error or a repr.
@@ -36,6 +37,12 @@ def execute(path: Path, timeout: int) -> list[str]:
         store_widget_state=True,
     )
     client.execute()
+    # nbclient stores the kernel's language_info; store its kernelspec as
+    # JupyterLab does too (its display name included), so that opening the
+    # notebook in JupyterLab changes nothing and no save prompt appears.
+    spec = KernelSpecManager().get_kernel_spec("python3")
+    nb.metadata["kernelspec"] = {"display_name": spec.display_name,
+                                 "language": spec.language, "name": "python3"}
     nbformat.write(nb, path)
     leaks = []
     for index, cell in enumerate(nb.cells):

@@ -61,7 +61,8 @@ def demo():
 def test_registry_lists_chapter_one_by_id() -> None:
     chapters = by_chapter()
     assert chapters["01_mlp_tfds"] == [
-        "mlp.relu", "mlp.one_hot", "mlp.accuracy", "mlp.update"
+        "mlp.relu", "mlp.one_hot", "mlp.accuracy", "mlp.update",
+        "mlp.batched_predict", "mlp.tf_batches",
     ]
     assert exercise_ids("01_mlp_tfds") == chapters["01_mlp_tfds"]
     assert len(set(exercise_ids())) == len(exercise_ids())
@@ -304,3 +305,68 @@ def test_extract_checks_a_property_of_the_output() -> None:
 def test_none_is_a_missing_function(demo) -> None:
     result = check("demo.double", None)
     assert result.messages[0] == "double([1, 2])：找不到名為 `double` 的函式"
+
+
+def test_a_list_and_a_tuple_are_the_same_sequence() -> None:
+    def pair(x):
+        return (x, 2 * x)
+
+    register(Exercise(
+        id="demo.pair", title="pair", reference=pair,
+        cases=[Case("pair(x)", lambda rng: (np.arange(3.0),))],
+    ))
+    try:
+        # What an exercise does not teach is not a failure: a list for a tuple.
+        assert check("demo.pair", lambda x: [x, 2 * x]).passed
+        nested = check("demo.pair", lambda x: ([x], [2 * x])).messages[0]
+        assert "wrong structure" in nested  # an extra level of nesting is wrong
+        # A dict is still not a sequence, and lengths still count.
+        assert "wrong structure" in check("demo.pair", lambda x: {"a": x}).messages[0]
+        assert "wrong structure" in check("demo.pair", lambda x: [x]).messages[0]
+    finally:
+        unregister("demo.pair")
+
+
+# ---- feedback in words, in the exercise's language ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "language", "words"),
+    [
+        ((0,), "en", "the first returned value"),
+        ((1, "w"), "en", "entry 'w' of the second returned value"),
+        ((11,), "en", "the 12th returned value"),
+        ((0,), "zh-Hant", "第 1 個回傳值"),
+        ((1, 0), "zh-Hant", "第 2 個回傳值的第 1 項"),
+        ((0, "b"), "zh-Hans", "第 1 个返回值的 'b' 项"),
+    ],
+)
+def test_where_says_in_words_which_part_is_wrong(
+    path: tuple, language: str, words: str
+) -> None:
+    from jaxcourse.exercises.core import where
+
+    assert where(path, language) == words
+
+
+def test_chinese_feedback_explains_exception_names_and_structures() -> None:
+    from jaxcourse.exercises.messages import explain_error
+
+    assert explain_error("TypeError: bad", "zh-Hant") == "TypeError（型別錯誤）：bad"
+    assert explain_error("ValueError", "zh-Hans") == "ValueError（值不合要求）"
+    assert explain_error("TypeError: bad", "en") == "TypeError: bad"
+    assert explain_error("SomeOwnError: x", "zh-Hant") == "SomeOwnError: x"
+    register(Exercise(
+        id="demo.zh_pair", title="pair", chapter="demo", language="zh-Hant",
+        reference=lambda x: (x, 2 * x),
+        cases=[Case("x", lambda rng: (np.arange(3.0),))],
+    ))
+    try:
+        structure = check("demo.zh_pair", lambda x: x).messages[0]
+        assert "結構錯誤" in structure and "(陣列, 陣列)" in structure, structure
+        values = check("demo.zh_pair", lambda x: (x, 3 * x)).messages[0]
+        assert "第 2 個回傳值：" in values and "[1]" not in values, values
+        raised = check("demo.zh_pair", lambda x: x.no_such_attribute).messages[0]
+        assert "AttributeError（沒有這個屬性）：" in raised, raised
+    finally:
+        unregister("demo.zh_pair")

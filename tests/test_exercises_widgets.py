@@ -54,6 +54,26 @@ def test_check_button_picks_up_the_edited_function() -> None:
     assert "5/5" in panel.summary.value
 
 
+def test_every_check_is_visibly_answered() -> None:
+    # The same answer twice: the summary is the same, the attempt number is not,
+    # and while a check runs the panel says so with its button disabled.
+    seen = []
+
+    def relu(x):
+        seen.append((panel.summary.value, panel.check_button.disabled))
+        return jnp.maximum(0, x)
+
+    panel = CheckPanel("mlp.relu", relu, run=False)
+    panel.check_button.click()
+    first = panel.summary.value
+    panel.check_button.click()
+    second = panel.summary.value
+    assert "5/5 tests passed" in first and "5/5 tests passed" in second
+    assert "(check 1)" in first and "(check 2)" in second and first != second
+    assert seen and all("Checking…" in value and disabled for value, disabled in seen)
+    assert not panel.check_button.disabled
+
+
 def test_check_panel_finds_the_function_by_name() -> None:
     panel = check_panel("mlp.relu")  # looks up `relu` in this module's globals
     assert panel.result.passed

@@ -21,6 +21,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -219,6 +220,11 @@ def _all_ran(driver: object) -> bool:
         "return p.length > 0 && p.every(e => /\\[\\d+\\]/.test(e.textContent));")
 
 
+def _modified(driver: object) -> bool:
+    return driver.execute_script(
+        "return !!document.querySelector('.lm-TabBar-tab.jp-mod-dirty');")
+
+
 def _kernel_idle(driver: object) -> bool:
     return driver.execute_script(
         "const s = document.querySelector('.jp-Notebook-ExecutionIndicator');"
@@ -312,6 +318,11 @@ def _work_through(driver: object, lab: Lab, learner: Learner, shot: Path) -> Non
                f"?reset&token={lab.token}")
     wait_until(lambda: len(_cells(driver)) > 5 and _kernel_idle(driver),
                "the notebook did not open with an idle kernel", 90)
+    # JupyterLab fills in the kernel's metadata once the kernel answers; stored
+    # as it writes them, the untouched notebook stays unmodified (no ● on its tab).
+    assert not wait_until(lambda: _modified(driver), "", 3, fail=False), (
+        "opening the notebook modified it: its stored kernelspec or language_info "
+        "differ from what JupyterLab writes")
 
     # A Run All sent while the kernel is still connecting can be dropped: try
     # again if nothing starts.
@@ -341,6 +352,21 @@ def _work_through(driver: object, lab: Lab, learner: Learner, shot: Path) -> Non
     text = _click_and_read(driver, panel, learner.buttons[0], learner.summary)
     assert _all_passed(text, learner.summary) and "✗" not in text, text
     driver.save_screenshot(f"{shot}__right.png")
+
+    # The same answer again: the result is the same, yet the click must be
+    # visibly answered at once ("checking", then a new attempt number).
+    before = _output_text(panel)
+    started = time.monotonic()
+    _button(panel, learner.buttons[0]).click()
+    wait_until(lambda: _output_text(panel) != before,
+               "a repeated Check left the panel unchanged", CHECK_S, every=0.02)
+    answered = time.monotonic() - started
+    again = wait_until(lambda: (t := _output_text(panel)) != before and
+                       _all_passed(t, learner.summary) and t,
+                       "the repeated Check never showed its result", CHECK_S)
+    assert again != text, "the repeated result looks exactly like the first"
+    # 0.2 s is the aim on a learner's laptop; a loaded CI machine gets slack.
+    assert answered < 2.0, f"the panel answered a click after {answered:.2f} s"
 
     _type_into(driver, code, learner.wrong)
     text = _click_and_read(driver, panel, learner.buttons[0], learner.mistake)

@@ -37,3 +37,45 @@ def test_every_notebook_starts_with_the_current_colab_bootstrap() -> None:
         capture_output=True, text=True, timeout=60,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def kernel_metadata() -> dict:
+    """The kernelspec and language_info JupyterLab writes with the course's kernel."""
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import start_new_kernel
+
+    spec = KernelSpecManager().get_kernel_spec("python3")
+    manager, client = start_new_kernel(kernel_name="python3")
+    try:
+        reply = client.kernel_info(reply=True, timeout=60)
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    return {
+        "kernelspec": {"display_name": spec.display_name, "language": spec.language,
+                       "name": "python3"},
+        "language_info": reply["content"]["language_info"],
+    }
+
+
+ALL_NOTEBOOKS = sorted(
+    p for folder in ("book", "solutions", "exercises")
+    for p in (ROOT / folder).glob("*.ipynb")
+)
+
+
+@pytest.mark.parametrize(
+    "path", ALL_NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}"
+)
+def test_opening_a_notebook_changes_no_metadata(
+    path: Path, kernel_metadata: dict
+) -> None:
+    # JupyterLab rewrites both on opening; stored as it writes them, an untouched
+    # notebook is not marked modified and asks for no save.
+    nb = nbformat.read(path, as_version=4)
+    for key, wanted in kernel_metadata.items():
+        assert nb.metadata.get(key) == wanted, (
+            f"{key} differs from what the course's kernel reports: re-run "
+            "scripts/run_notebook.py on the master (and regenerate exercises/)"
+        )

@@ -90,12 +90,16 @@ def student_notebook(
 ) -> nbformat.NotebookNode:
     """Return the student version of an executed master notebook."""
     nb = nbformat.v4.new_notebook()
-    # Only what a kernel needs: the interpreter's exact version, stored by the
-    # last execution of the master, would make the copy differ by machine.
+    # The master's kernel metadata, as its last execution stored it (see
+    # scripts/run_notebook.py): what JupyterLab writes when it opens the notebook
+    # with the course's kernel, so an untouched student notebook is not marked
+    # modified. Copied, not asked of a kernel here, so generation is the same on
+    # every machine.
     nb.metadata = {
         "kernelspec": master.metadata.get("kernelspec", {
-            "display_name": "Python 3", "language": "python", "name": "python3"}),
-        "language_info": {"name": "python"},
+            "display_name": "Python 3 (ipykernel)", "language": "python",
+            "name": "python3"}),
+        "language_info": master.metadata.get("language_info", {"name": "python"}),
     }
     nb.metadata["jaxcourse"] = {
         "generated_from": f"solutions/{source_name}",

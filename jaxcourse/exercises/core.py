@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .messages import message
+from .messages import explain_error, message, ordinal
 
 __all__ = [
     "GRADING_ENV",
@@ -803,19 +803,23 @@ def _fmt(array: np.ndarray) -> str:
     return " ".join(text.split())
 
 
-def _structure(value: Any) -> str:
+def _structure(value: Any, language: str = "en") -> str:
     if isinstance(value, np.ndarray):
-        return "array"
+        return message("structure_array", language)
     if isinstance(value, Bad):
         return value.type
-    inner = ", ".join(_structure(v) for v in value.items)
+    inner = ", ".join(_structure(v, language) for v in value.items)
     if value.kind == "list":
         return f"[{inner}]"
     if value.kind == "tuple":
         return f"({inner}{',' if len(value.items) == 1 else ''})"
     return "{" + ", ".join(
-        f"{k!r}: {_structure(v)}" for k, v in zip(value.keys, value.items, strict=True)
+        f"{k!r}: {_structure(v, language)}"
+        for k, v in zip(value.keys, value.items, strict=True)
     ) + "}"
+
+
+_SEQUENCES = frozenset({"list", "tuple"})
 
 
 def _same_structure(a: Any, b: Any) -> bool:
@@ -823,21 +827,44 @@ def _same_structure(a: Any, b: Any) -> bool:
         return isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
     if isinstance(a, Bad) or isinstance(b, Bad):
         return False
+    # A list where the reference returns a tuple (or the reverse) is not what
+    # an exercise teaches: compare sequences by their items, not their type.
+    # An exercise that does ask for one type checks it with ``extract``.
+    same_kind = a.kind == b.kind or {a.kind, b.kind} <= _SEQUENCES
     return (
-        a.kind == b.kind and a.keys == b.keys and len(a.items) == len(b.items)
+        same_kind and a.keys == b.keys and len(a.items) == len(b.items)
         and all(_same_structure(x, y) for x, y in zip(a.items, b.items, strict=True))
     )
 
 
-def _leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
+def _leaves(value: Any, path: tuple = ()) -> list[tuple[tuple, Any]]:
+    """Every array of ``value`` with its path: a tuple of indices and dict keys."""
     if isinstance(value, Node):
         out = []
         labels = value.keys or range(len(value.items))
         for label, item in zip(labels, value.items, strict=True):
-            key = f"[{label!r}]" if value.kind == "dict" else f"[{label}]"
-            out += _leaves(item, path + key)
+            out += _leaves(item, (*path, label))
         return out
     return [(path, value)]
+
+
+def where(path: tuple, language: str = "en") -> str:
+    """Say in words which part of a returned value ``path`` points to.
+
+    ``(0,)`` is "the first returned value" (「第 1 個回傳值」); ``(1, "w")`` is
+    "entry 'w' of the second returned value": a learner reads words, not
+    ``[1]['w']``.
+    """
+    text = ""
+    for depth, label in enumerate(path):
+        if isinstance(label, str):
+            key = "path_first_key" if depth == 0 else "path_key"
+            text = message(key, language, key=repr(label), whole=text)
+        else:
+            key = "path_first_item" if depth == 0 else "path_item"
+            text = message(key, language, n=label + 1, ordinal=ordinal(label + 1),
+                           whole=text)
+    return text
 
 
 def _kind(dtype: np.dtype) -> str:
@@ -865,15 +892,16 @@ def compare(expected: Any, got: Any, case: Case, language: str = "en") -> str:
         bad = next((leaf for _, leaf in _leaves(got) if isinstance(leaf, Bad)), None)
         if isinstance(expected, np.ndarray) and isinstance(got, Node) or bad is None:
             return message(
-                "wrong_structure", language, expected=_structure(expected),
-                got=_structure(got),
+                "wrong_structure", language, expected=_structure(expected, language),
+                got=_structure(got, language),
             )
         return message("returned_type", language, type=bad.type,
                        expected=message("array", language))
     for (path, exp), (_, out) in zip(_leaves(expected), _leaves(got), strict=True):
         problem = _compare_arrays(exp, out, case, language)
         if problem:
-            return f"{path}: {problem}" if path else problem
+            return message("at_path", language, where=where(path, language),
+                           problem=problem) if path else problem
     return ""
 
 
@@ -974,10 +1002,10 @@ def _verdict(
         problem = message("skipped_after_timeout", lang)
     elif got.kind == "error":
         if transform:
-            problem = message("raised_under", lang, error=got.error,
-                              transform=transform)
+            problem = message("raised_under", lang,
+                              error=explain_error(got.error, lang), transform=transform)
         else:
-            problem = message("raised", lang, error=got.error)
+            problem = message("raised", lang, error=explain_error(got.error, lang))
         if got.category == "concretization":
             problem += ": " + message("jit_advice", lang)
         elif got.category == "tracer_leak":

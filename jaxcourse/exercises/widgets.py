@@ -22,13 +22,19 @@ import ipywidgets as widgets
 from .core import Exercise, Result, check, get, grading_mode
 from .messages import message
 
-__all__ = ["CheckPanel", "check_panel", "hints_html", "result_html", "solution_html"]
+__all__ = ["CheckPanel", "check_panel", "checking_html", "hints_html", "result_html",
+           "solution_html"]
 
 _PASS, _FAIL, _IDLE = "#1a7f37", "#cf222e", "#57606a"
 
 
-def result_html(result: Result) -> str:
-    """Render a result: a coloured summary line and one line per test."""
+def result_html(result: Result, attempt: int | None = None) -> str:
+    """Render a result: a coloured summary line and one line per test.
+
+    ``attempt`` (the how-many-th Check of this panel) is shown beside the
+    summary, so pressing Check again visibly answers even when the result is
+    the same as before.
+    """
     colour = _PASS if result.passed else _IDLE if result.status == "not_attempted" \
         else _FAIL
     lines = "".join(
@@ -36,10 +42,18 @@ def result_html(result: Result) -> str:
         f"{'✓' if f.passed else '✗'} {html.escape(f.message)}</li>"
         for f in result.feedback
     )
+    note = "" if attempt is None else (
+        f" <span style='color:{_IDLE};font-weight:normal;font-size:90%'>"
+        f"({html.escape(message('attempt', result.language, n=attempt))})</span>")
     return (
-        f"<b style='color:{colour}'>{html.escape(result.summary())}</b>"
+        f"<b style='color:{colour}'>{html.escape(result.summary())}</b>{note}"
         f"<ul style='margin:0.2em 0;padding-left:1.2em'>{lines}</ul>"
     )
+
+
+def checking_html(language: str) -> str:
+    """Render the panel's state while a Check runs."""
+    return f"<i style='color:{_IDLE}'>{html.escape(message('checking', language))}</i>"
 
 
 def hints_html(exercise: Exercise, shown: int) -> str:
@@ -50,7 +64,7 @@ def hints_html(exercise: Exercise, shown: int) -> str:
     total = len(exercise.hints)
     parts = [
         f"<p><b>{html.escape(message('hint_n', lang, n=i + 1, total=total))}"
-        f"</b>: {html.escape(hint)}</p>"
+        f"</b>{html.escape(message('label_sep', lang))}{html.escape(hint)}</p>"
         for i, hint in enumerate(exercise.hints[:shown])
     ]
     if shown > len(exercise.hints):
@@ -100,6 +114,7 @@ class CheckPanel:
         self.answer = answer
         self.namespace = namespace
         self.result: Result | None = None
+        self.attempts = 0
         self.hints_shown = 0
         self.solution_visible = False
         self.deferred = grading_mode()
@@ -143,9 +158,20 @@ class CheckPanel:
         return self.answer
 
     def run_check(self) -> Result:
-        """Check the current answer and show the result (the Check button)."""
-        self.result = check(self.exercise.id, self.current_answer())
-        self.summary.value = result_html(self.result)
+        """Check the current answer and show the result (the Check button).
+
+        The panel says "checking" at once (the front end receives it before
+        the check starts), keeps the button disabled while the check runs, and
+        numbers each result, so every click is visibly answered.
+        """
+        self.check_button.disabled = True
+        self.summary.value = checking_html(self.exercise.language)
+        try:
+            self.result = check(self.exercise.id, self.current_answer())
+        finally:
+            self.check_button.disabled = False
+        self.attempts += 1
+        self.summary.value = result_html(self.result, self.attempts)
         return self.result
 
     def show_next_hint(self) -> int:
