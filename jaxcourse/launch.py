@@ -30,7 +30,10 @@ the address this machine's hostname resolves to.)
 Failures never leave a process behind: each rank runs in its own process
 group, and on a crash, a timeout or an interrupt (the notebook's stop button)
 every group is sent SIGTERM, then SIGKILL. The SIGKILL matters: JAX catches
-SIGTERM (to prepare for preemption) and may carry on.
+SIGTERM (to prepare for preemption) and may carry on. Every process of a
+launch carries a tag in its environment, so that a child that left its group
+(a new session, a double fork, ``nohup``) is found and ended too; the
+teardown is :func:`jaxcourse.processes.end_tree`, the grader's as well.
 """
 
 from __future__ import annotations
@@ -41,7 +44,6 @@ import os
 import queue
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -56,6 +58,7 @@ from typing import IO
 import psutil
 
 from jaxcourse import CourseError
+from jaxcourse.processes import TAG_ENV, end_tree, new_tag
 
 __all__ = [
     "COORDINATOR_ENV",
@@ -690,12 +693,14 @@ def _supervise(
                     take(*item)
                 item = lines.get_nowait()
 
+    # Every process of this launch, and all they start, carry this tag.
+    tag = new_tag()
     try:
         for index, (argv, env) in enumerate(jobs):
             proc = subprocess.Popen(
                 argv,
                 cwd=cwd,
-                env=env,
+                env={**env, TAG_ENV: tag},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -728,7 +733,7 @@ def _supervise(
                 continue
             running = [i for i, c in enumerate(codes) if c is None]
             ending = True
-            _end_all(procs, seen, grace)
+            _end_all(procs, seen, grace, tag)
             _finish(readers, drain, flush_mpi)
             _record(result, procs, out_lines, err_lines, seen, started)
             if mpi_ranks is not None and (failed or timed_out):
@@ -751,7 +756,7 @@ def _supervise(
         # Whatever happened (including a KeyboardInterrupt from the notebook's
         # stop button), no process of this launch, nor any child of one,
         # outlives it. Harmless when everything has exited already.
-        _end_all(procs, seen, grace)
+        _end_all(procs, seen, grace, tag)
         for p in procs:
             for pipe in (p.stdout, p.stderr):
                 with contextlib.suppress(OSError):
@@ -776,39 +781,19 @@ def _descendants(procs: list[subprocess.Popen]) -> dict[int, psutil.Process]:
 
 
 def _end_all(
-    procs: list[subprocess.Popen], seen: dict[int, psutil.Process], grace: float
+    procs: list[subprocess.Popen],
+    seen: dict[int, psutil.Process],
+    grace: float,
+    tag: str | None = None,
 ) -> None:
-    """SIGTERM every process group, SIGKILL what is left after ``grace`` s."""
-    seen.update(_descendants(procs))
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for p in procs:
-            # The group outlives its leader while a child of it lives on.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(p.pid, sig)
-        stragglers = []
-        for child in seen.values():
-            # psutil refuses to signal a pid that now names another process.
-            with contextlib.suppress(psutil.Error):
-                if child.status() != psutil.STATUS_ZOMBIE:
-                    child.send_signal(sig)
-                    stragglers.append(child)
-        end = time.monotonic() + (grace if sig == signal.SIGTERM else 10.0)
-        while time.monotonic() < end:
-            alive = [p for p in procs if p.poll() is None]
-            alive_children = [c for c in stragglers if _alive(c)]
-            if not alive and not alive_children:
-                return
-            time.sleep(0.05)
-    for p in procs:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            p.wait(timeout=5)
+    """SIGTERM every rank and all it started, SIGKILL what is left after ``grace`` s.
 
-
-def _alive(process: psutil.Process) -> bool:
-    try:
-        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
+    The teardown is :func:`jaxcourse.processes.end_tree`, shared with the
+    grader: process groups, descendants seen while the ranks ran, and every
+    process carrying this launch's tag (a child in a new session or handed to
+    ``init`` by a double fork still carries it).
+    """
+    end_tree(procs, seen, tag=tag, grace=grace)
 
 
 def _finish(

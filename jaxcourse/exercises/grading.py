@@ -2,65 +2,80 @@
 
 Usage::
 
-    python -m jaxcourse.exercises.grading submissions/ --out grades/
+    python -m jaxcourse.exercises.grading submissions/ --out grades/ --jobs 2
     python -m jaxcourse.exercises.grading alice.ipynb bob.ipynb --chapter 01_mlp_tfds
 
-Each submission runs in its own process, in a private temporary copy, with a
-wall-clock limit for the whole notebook (``--timeout``), a time limit for each
-test (``--case-time-limit``) and, on Linux, a memory limit (``--memory-mb``,
-enforced with ``RLIMIT_DATA``). That process executes the notebook's code
-cells (errors do not stop it), then calls the learner's functions, found by
-name, on every test's inputs and reports *what they returned* as plain JSON
-data. Everything that decides a score happens in this, the grading process:
-the reference outputs are computed before any submission runs, and the
-comparison, the scores and the tables are made here. A submission that
-crashes, hangs, deletes cells or renames functions still gets a row, with
-zeros and the reason. The threat model is described in ``book/for_teachers.md``.
+The reference outputs are computed once, before any submission runs. Then
+``--jobs`` submissions at a time (default: the number of cores) each run in
+a fresh process (:mod:`jaxcourse.exercises.sandbox`) against a private,
+read-only copy of the course, with a wall-clock limit (``--timeout``), a
+time limit per test (``--case-time-limit``) and, on Linux, a memory limit
+(``--memory-mb``). That process reports *what the learner's functions
+returned* as plain JSON; everything that decides a score happens here. When
+a submission ends, every process it started ends too
+(:func:`jaxcourse.processes.end_tree`).
+
+Every submission gets a row, with one status: ``graded``, ``unreadable``
+(empty, not JSON, not a notebook), ``crashed``, ``timed out``, ``out of
+memory`` or ``tampered`` (it tried to write to the course or to look at
+other submissions: zero). Rows are appended to ``<out>/rows.jsonl`` as each
+submission finishes, so an interrupted run loses nothing; a rerun skips the
+submissions whose notebook is unchanged (``--force`` grades all again).
+``<out>/feedback/<submission>.md`` holds every test's message for the
+learner, in the exercises' language. The threat model is described in
+``book/for_teachers.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import contextlib
 import csv
 import hashlib
 import json
 import os
-import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from jaxcourse.processes import become_subreaper
+
 from .core import (
-    GRADING_ENV,
     Observation,
     by_chapter,
     exercise_ids,
     get,
     judge,
-    observe_all,
     reference_observations,
 )
 from .messages import message
+from .runner import (
+    Course,
+    Run,
+    Settings,
+    default_course,
+    run_one,
+    text,
+    unreadable_reason,
+)
 
 __all__ = [
-    "GradingIntegrityError",
+    "STATUSES",
     "SubmissionResult",
     "grade",
     "main",
     "print_summary",
+    "write_feedback",
     "write_tables",
 ]
 
-MAX_RESULT_BYTES = 20 * 2**20
-
-
-class GradingIntegrityError(RuntimeError):
-    """A submission changed the course's own code: later results are void."""
+STATUSES = ("graded", "unreadable", "crashed", "timed out", "out of memory",
+            "tampered")
+_ROWS = "rows.jsonl"
 
 
 @dataclass
@@ -69,10 +84,12 @@ class SubmissionResult:
 
     submission: str
     scores: dict[str, float]
-    status: str  # "graded", "timed out", "crashed" or "unreadable"
+    status: str  # one of STATUSES
     reason: str = ""
     feedback: dict[str, list[str]] = field(default_factory=dict)
     seconds: float = 0.0
+    sha256: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def total(self) -> float:
@@ -81,97 +98,17 @@ class SubmissionResult:
 
     def to_dict(self) -> dict:
         """Return a JSON-compatible row."""
-        return {
-            "submission": self.submission,
-            "scores": self.scores,
-            "total": self.total,
-            "status": self.status,
-            "reason": self.reason,
-            "feedback": self.feedback,
-            "seconds": round(self.seconds, 1),
-        }
+        row = asdict(self)
+        row["total"] = self.total
+        row["seconds"] = round(self.seconds, 1)
+        row["timings"] = {k: round(v, 2) for k, v in self.timings.items()}
+        return row
 
-
-# --------------------------------------------------------------------------
-# The child: runs one submission, reports observations
-# --------------------------------------------------------------------------
-
-
-def _limit_memory(megabytes: int) -> None:
-    # RLIMIT_DATA (heap and private mappings) rather than RLIMIT_AS: XLA and
-    # the thread stacks reserve far more address space than they ever touch,
-    # so an address-space limit low enough to matter breaks JAX's start-up.
-    if megabytes <= 0:
-        return
-    try:
-        import resource
-
-        limit = megabytes * 2**20
-        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
-    except (ImportError, ValueError, OSError, AttributeError):
-        pass  # not on this platform: documented, the wall-clock limit remains
-
-
-def _child(notebook: Path, result: Path, ids: list[str], memory_mb: int,
-           case_limit: float | None) -> int:
-    _limit_memory(memory_mb)
-    os.environ[GRADING_ENV] = "1"
-    import nbformat
-    from IPython.core.interactiveshell import InteractiveShell
-
-    shell = InteractiveShell.instance()
-    errors = []
-    try:
-        nb = nbformat.read(notebook, as_version=4)
-        cells = [c for c in nb.cells if c.cell_type == "code"]
-    except Exception as err:  # an unreadable notebook still gets a row
-        cells, errors = [], [{"cell": -1, "error": type(err).__name__}]
-    for index, cell in enumerate(cells):
-        outcome = shell.run_cell(cell.source, store_history=False)
-        if not outcome.success:
-            err = outcome.error_in_exec or outcome.error_before_exec
-            errors.append({"cell": index + 1, "error": type(err).__name__})
-    report: dict = {"cell_errors": errors, "exercises": {}}
-    for exercise_id in ids:
-        exercise = get(exercise_id)
-        name = exercise.function_name
-        if name in shell.user_ns:
-            observed = observe_all(exercise, shell.user_ns[name], case_limit)
-        else:
-            observed = [Observation("missing")] * len(exercise.cases)
-        report["exercises"][exercise_id] = [o.to_json() for o in observed]
-    partial = result.with_suffix(".partial")
-    partial.write_text(json.dumps(report), encoding="utf-8")
-    partial.replace(result)
-    sys.stdout.flush()
-    # Skip interpreter teardown: a learner's atexit hook or thread cannot
-    # change the report any more, and exiting is faster.
-    os._exit(0)
-
-
-# --------------------------------------------------------------------------
-# The parent: isolation, judging, tables
-# --------------------------------------------------------------------------
-
-
-def _course_fingerprint() -> str:
-    """Hash of the reference solutions' and the checkers' source files."""
-    import solutions
-
-    digest = hashlib.sha256()
-    folders = [Path(solutions.__file__).parent, Path(__file__).parent]
-    for folder in folders:
-        for path in sorted(folder.glob("*.py")):
-            digest.update(path.name.encode())
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
-
-
-def _signal_name(code: int) -> str:
-    try:
-        return signal.Signals(-code).name
-    except ValueError:
-        return f"signal {-code}"
+    @classmethod
+    def from_dict(cls, row: dict) -> SubmissionResult:
+        """Rebuild a row written by :meth:`to_dict`."""
+        names = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in row.items() if k in names})
 
 
 def _names(paths: Sequence[Path]) -> list[str]:
@@ -180,68 +117,6 @@ def _names(paths: Sequence[Path]) -> list[str]:
         f"{p.parent.name}/{p.stem}" if stems.count(p.stem) > 1 else p.stem
         for p in paths
     ]
-
-
-def _run_one(path: Path, ids: list[str], timeout: float, memory_mb: int,
-             case_limit: float | None) -> tuple[str, dict | None, str]:
-    """Run one submission in a fresh process; return (status, report, detail)."""
-    with tempfile.TemporaryDirectory(prefix="jaxcourse-grade-") as private:
-        work = Path(private) / "work"
-        outbox = Path(private) / "outbox"
-        work.mkdir()
-        outbox.mkdir()
-        copy = work / "submission.ipynb"
-        shutil.copyfile(path, copy)
-        result = outbox / "result.json"
-        env = dict(os.environ)
-        env.update({
-            GRADING_ENV: "1",
-            "IPYTHONDIR": str(Path(private) / "ipython"),
-            "MPLBACKEND": "Agg",
-            "PYTHONHASHSEED": "0",
-            "JAX_PLATFORMS": env.get("JAX_PLATFORMS", "cpu"),
-        })
-        command = [sys.executable, "-m", "jaxcourse.exercises.grading", "--child",
-                   str(copy), "--result", str(result), "--memory-mb", str(memory_mb),
-                   "--exercises", *ids]
-        if case_limit is not None:
-            command += ["--case-time-limit", str(case_limit)]
-        log_path = Path(private) / "log.txt"
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(
-                command, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True,
-            )
-            try:
-                code = process.wait(timeout)
-                timed_out = False
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                code = None
-            finally:
-                # The whole process group: nothing it started outlives it.
-                try:
-                    os.killpg(process.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError, AttributeError):
-                    process.kill()
-                process.wait()
-        if timed_out:
-            return "timed out", None, message("grading_timeout", seconds=timeout)
-        if not result.is_file():
-            how = f"exit code {code}" if code is not None and code >= 0 else \
-                _signal_name(code or 0)
-            return "crashed", None, message("grading_crash", how=how)
-        try:
-            if result.stat().st_size > MAX_RESULT_BYTES:
-                raise ValueError("too large")
-            report = json.loads(result.read_text(encoding="utf-8"))
-            if not isinstance(report, dict) or not isinstance(
-                report.get("exercises"), dict
-            ):
-                raise ValueError("not a report")
-        except (ValueError, OSError) as err:
-            return "unreadable", None, message("grading_unreadable", why=str(err)[:80])
-        return "graded", report, ""
 
 
 def _judge_report(
@@ -256,20 +131,61 @@ def _judge_report(
             result = judge(exercise, observed, expected[exercise_id])
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             scores[exercise_id] = 0.0
-            feedback[exercise_id] = [message("grading_unreadable", why=repr(err)[:80])]
+            feedback[exercise_id] = [message("grading_unreadable", exercise.language,
+                                                 why=repr(err)[:80])]
             continue
         scores[exercise_id] = round(result.score, 4)
         feedback[exercise_id] = result.messages
         if observed and observed[0].kind == "missing":
-            notes.append(message("missing_function", name=exercise.function_name))
+            notes.append(message("missing_function", exercise.language,
+                                 name=exercise.function_name))
     cells = report.get("cell_errors", [])
     if isinstance(cells, list) and cells:
         listed = ", ".join(
             f"{c.get('cell')} ({c.get('error')})"
             for c in cells[:5] if isinstance(c, dict)
         )
-        notes.insert(0, message("grading_cell_errors", cells=listed))
+        language = get(ids[0]).language if ids else "en"
+        notes.insert(0, message("grading_cell_errors", language, cells=listed))
     return scores, feedback, "; ".join(notes)
+
+
+def _row(name: str, path: Path, digest: str, run: Run, settings: Settings,
+         expected: dict) -> SubmissionResult:
+    ids, language = settings.ids, settings.language
+    zeros = dict.fromkeys(ids, 0.0)
+    if run.attempts:
+        kind, _, where = run.attempts[0].partition(" ")
+        where = Path(where).name or where
+        key = "tamper_read" if kind == "read" else "tamper_write"
+        row = SubmissionResult(name, zeros, "tampered",
+                               text(key, language, path=where))
+    elif run.report is None:
+        row = SubmissionResult(name, zeros, run.status, run.detail)
+    else:
+        scores, feedback, notes = _judge_report(run.report, ids, expected)
+        status = "graded"
+        cells = run.report.get("cell_errors")
+        cells = cells if isinstance(cells, list) else []
+        memory = [c for c in cells
+                  if isinstance(c, dict) and c.get("error") == "MemoryError"]
+        if memory:
+            # The functions are still observed and scored: the row says that
+            # the notebook hit the limit, the scores what the checks saw.
+            status = "out of memory"
+            where = text("oom_cells", language,
+                          cells=", ".join(str(c.get("cell")) for c in memory))
+            notes = "; ".join(filter(None, [
+                text("oom", language, mb=settings.memory_mb, where=where), notes]))
+        row = SubmissionResult(name, scores, status, notes, feedback)
+    row.sha256, row.timings = digest, run.timings
+    row.seconds = run.ended - run.started
+    return row
+
+
+# --------------------------------------------------------------------------
+# The class: parallel, resumable
+# --------------------------------------------------------------------------
 
 
 def _infer_chapter(paths: Sequence[Path]) -> str:
@@ -282,7 +198,7 @@ def _infer_chapter(paths: Sequence[Path]) -> str:
                 meta = json.loads(path.read_text(encoding="utf-8"))["metadata"]
                 origin = meta["jaxcourse"]["generated_from"]
                 hits = [c for c in chapters if c in origin]
-            except (ValueError, KeyError, TypeError, OSError):
+            except (ValueError, KeyError, TypeError, OSError, UnicodeDecodeError):
                 hits = []
         found.update(hits[:1])
     if len(found) != 1:
@@ -293,6 +209,39 @@ def _infer_chapter(paths: Sequence[Path]) -> str:
     return found.pop()
 
 
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _load_rows(rows_file: Path, ids: list[str]) -> dict[str, SubmissionResult]:
+    """Rows from an earlier run for the same exercises; a torn last line is skipped."""
+    done: dict[str, SubmissionResult] = {}
+    if not rows_file.is_file():
+        return done
+    for line in rows_file.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            row = SubmissionResult.from_dict(json.loads(line))
+        except (ValueError, TypeError):
+            continue  # the line an interrupted run was writing
+        if list(row.scores) == ids:
+            done[row.submission] = row
+    return done
+
+
+def _append_row(rows_file: Path, row: SubmissionResult) -> None:
+    # One write per row, flushed to disk: a run stopped at any moment leaves
+    # whole rows and at most one torn last line, which a rerun ignores.
+    line = json.dumps(row.to_dict(), ensure_ascii=False) + "\n"
+    with contextlib.suppress(OSError), open(rows_file, "rb") as existing:
+        existing.seek(-1, os.SEEK_END)
+        if existing.read(1) != b"\n":
+            line = "\n" + line  # after a torn line: start a fresh one
+    with open(rows_file, "a", encoding="utf-8") as handle:
+        handle.write(line)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
 def grade(
     submissions: Sequence[str | os.PathLike[str]],
     *,
@@ -301,8 +250,12 @@ def grade(
     timeout: float = 300.0,
     case_time_limit: float | None = None,
     memory_mb: int = 4096,
+    jobs: int | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
+    force: bool = False,
+    course: Sequence[str | os.PathLike[str]] | None = None,
 ) -> list[SubmissionResult]:
-    """Grade notebooks, each in its own process; return one row per submission.
+    """Grade notebooks, ``jobs`` at a time; return one row per submission.
 
     Parameters
     ----------
@@ -320,6 +273,17 @@ def grade(
     memory_mb : int
         Memory limit of a submission's process (``RLIMIT_DATA``, Linux); 0
         for none.
+    jobs : int, optional
+        Submissions graded at once; by default the number of cores.
+    out_dir : path-like, optional
+        Folder for ``rows.jsonl``, appended to as each submission finishes;
+        submissions already graded there with an unchanged notebook are not
+        graded again. ``None``: nothing is written.
+    force : bool
+        Grade every submission again, even those already in ``out_dir``.
+    course : sequence of path-like, optional
+        The folders of course code that submissions must not change and get
+        a read-only copy of (default: ``jaxcourse`` and ``solutions``).
 
     Returns
     -------
@@ -327,13 +291,21 @@ def grade(
         In the order given (folders sorted by file name).
     """
     paths: list[Path] = []
+    folders: list[Path] = []
     for item in map(Path, submissions):
-        paths += sorted(item.glob("*.ipynb")) if item.is_dir() else [item]
+        if item.is_dir():
+            paths += sorted(item.glob("*.ipynb"))
+            folders.append(item.resolve())
+        else:
+            paths.append(item)
+            # The file alone, not its folder: that may hold the course itself.
+            folders.append(item.resolve())
     if not paths:
         raise SystemExit("no notebooks to grade")
     if exercises is None:
         exercises = exercise_ids(chapter or _infer_chapter(paths))
     ids = list(exercises)
+    language = get(ids[0]).language if ids else "en"
     # Exercises on a mesh need their devices before JAX starts, here for the
     # references and, through XLA_FLAGS, in every submission's process.
     needed = max((get(i).devices for i in ids), default=1)
@@ -341,27 +313,134 @@ def grade(
         from jaxcourse.devices import use_cpu_devices
 
         use_cpu_devices(needed)
+    if not jobs:
+        jobs = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                else os.cpu_count() or 1)
+    # Orphans of a submission (double forks, nohup) become our children, not
+    # init's, so that they remain in reach.
+    become_subreaper()
+    names = _names(paths)
+    rows_file = None
+    done: dict[str, SubmissionResult] = {}
+    if out_dir is not None:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        rows_file = Path(out_dir) / _ROWS
+        if not force:
+            done = _load_rows(rows_file, ids)
+    digests = {name: _sha256(path) for name, path in zip(names, paths, strict=True)}
+    results: dict[str, SubmissionResult] = {}
+    todo = []
+    for name, path in zip(names, paths, strict=True):
+        if name in done and done[name].sha256 == digests[name]:
+            results[name] = done[name]
+        else:
+            todo.append((name, path))
+    if todo:
+        _grade_all(todo, digests, results, rows_file, ids, language, jobs,
+                   timeout, memory_mb, case_time_limit, folders, course)
+    return [results[name] for name in names]
+
+
+def _grade_all(todo, digests, results, rows_file, ids, language, jobs, timeout,
+               memory_mb, case_limit, folders, course) -> None:
     # The reference outputs, computed before any submission runs.
     expected = {i: reference_observations(get(i)) for i in ids}
-    fingerprint = _course_fingerprint()
-    rows = []
-    for name, path in zip(_names(paths), paths, strict=True):
-        started = time.perf_counter()
-        status, report, detail = _run_one(path, ids, timeout, memory_mb,
-                                          case_time_limit)
-        if _course_fingerprint() != fingerprint:
-            raise GradingIntegrityError(
-                f"grading {path} changed the course's solutions or checkers; "
-                "restore them (git checkout) and grade again, that one separately"
+    topics = sorted({f"solutions.{i.split('.', 1)[0]}" for i in ids})
+    with tempfile.TemporaryDirectory(prefix="jaxcourse-grade-") as root:
+        settings = Settings(
+            ids=ids, modules=["jax", "numpy", *topics], timeout=timeout,
+            memory_mb=memory_mb, case_limit=case_limit, root=Path(root),
+            private=folders, course=Course(course or default_course()),
+            language=language,
+            backup=(rows_file.parent if rows_file is not None
+                    else Path(tempfile.gettempdir())) / "jaxcourse-course-changes",
+        )
+
+        def finish(name: str, row: SubmissionResult) -> None:
+            results[name] = row
+            if rows_file is not None:
+                _append_row(rows_file, row)
+
+        pending = []
+        for name, path in todo:
+            reason = unreadable_reason(path, language)
+            if reason is None:
+                pending.append((name, path))
+            else:
+                row = SubmissionResult(name, dict.fromkeys(ids, 0.0), "unreadable",
+                                       reason, sha256=digests[name])
+                finish(name, row)
+        rerun = _parallel(pending, jobs, settings, expected, digests, finish)
+        # Submissions that ran while the course changed: one at a time now,
+        # so that the one that changes it again is known for sure.
+        if rerun:
+            left = _parallel(rerun, 1, settings, expected, digests, finish)
+            assert not left, "one at a time, every change has one culprit"
+
+
+def _parallel(pending, jobs, settings, expected, digests, finish) -> list:
+    """Grade ``pending``, ``jobs`` at a time; return those to grade again alone.
+
+    After each submission the course is fingerprinted. A change is restored
+    and blamed on the submission that ran since the last clean look; if
+    several did, they are returned, to be graded again one at a time (with
+    ``jobs=1`` the next submission starts only after that look, so the
+    culprit is always known).
+    """
+    running: dict[str, tuple[float, float | None]] = {}
+    state = {"last_clean": time.time()}
+    blamed: dict[str, list[Path]] = {}
+    suspects: set[str] = set()
+    rerun = []
+    paths = dict(pending)
+
+    def work(number: int, name: str, path: Path) -> Run:
+        running[name] = (time.time(), None)
+        return run_one(path, number, settings)
+
+    def done(name: str, run: Run) -> None:
+        running[name] = (running[name][0], run.ended)
+        changed = settings.course.changed()
+        now = time.time()
+        if changed:
+            # Restore first, then find who ran since the last clean look.
+            settings.course.restore(changed, settings.backup)
+            # (list(): the workers add entries while we read.)
+            during = [n for n, (start, end) in list(running.items())
+                      if end is None or end >= state["last_clean"]]
+            if len(during) == 1:
+                blamed[during[0]] = changed
+            else:  # none: changed from outside; several: grade them again
+                suspects.update(during)
+        state["last_clean"] = now
+        if name in suspects:
+            rerun.append((name, paths[name]))
+            return
+        row = _row(name, paths[name], digests[name], run, settings, expected)
+        if name in blamed:
+            files = ", ".join(p.name for p in blamed[name])
+            row = SubmissionResult(
+                name, dict.fromkeys(settings.ids, 0.0), "tampered",
+                text("tamper_changed", settings.language, files=files),
+                sha256=digests[name], seconds=row.seconds, timings=row.timings,
             )
-        if report is None:
-            row = SubmissionResult(name, dict.fromkeys(ids, 0.0), status, detail)
-        else:
-            scores, feedback, notes = _judge_report(report, ids, expected)
-            row = SubmissionResult(name, scores, status, notes, feedback)
-        row.seconds = time.perf_counter() - started
-        rows.append(row)
-    return rows
+        finish(name, row)
+
+    if jobs <= 1:
+        for number, (name, path) in enumerate(pending):
+            done(name, work(number, name, path))
+        return rerun
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(work, n, name, path): name
+                   for n, (name, path) in enumerate(pending)}
+        for future in concurrent.futures.as_completed(futures):
+            done(futures[future], future.result())
+    return rerun
+
+
+# --------------------------------------------------------------------------
+# Tables, feedback, summary
+# --------------------------------------------------------------------------
 
 
 def write_tables(rows: Sequence[SubmissionResult], out_dir: str | os.PathLike[str],
@@ -383,6 +462,36 @@ def write_tables(rows: Sequence[SubmissionResult], out_dir: str | os.PathLike[st
         encoding="utf-8",
     )
     return csv_path, json_path
+
+
+def feedback_text(row: SubmissionResult) -> str:
+    """Return the Markdown feedback for one learner, in the exercises' language."""
+    ids = list(row.scores)
+    language = get(ids[0]).language if ids else "en"
+    lines = [f"# {text('feedback_title', language, name=row.submission)}", "",
+             f"- {text('status', language, status=row.status)}",
+             f"- {text('score', language, total=row.total, count=len(ids))}"]
+    if row.reason:
+        lines.append(f"- {row.reason}")
+    for exercise_id in ids:
+        score = row.scores[exercise_id]
+        lines += ["", f"## {text('exercise', language, id=exercise_id, score=score)}",
+                  ""]
+        lines += [f"- {text}" for text in row.feedback.get(exercise_id, [])]
+    return "\n".join(lines) + "\n"
+
+
+def write_feedback(rows: Sequence[SubmissionResult],
+                   out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Write ``feedback/<submission>.md`` for every row; return the paths."""
+    folder = Path(out_dir) / "feedback"
+    written = []
+    for row in rows:
+        path = folder / f"{row.submission.replace('/', '__')}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(feedback_text(row), encoding="utf-8")
+        written.append(path)
+    return written
 
 
 def summary_text(rows: Sequence[SubmissionResult]) -> str:
@@ -416,25 +525,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chapter", help="e.g. 01_mlp_tfds (default: inferred)")
     parser.add_argument("--exercises", nargs="+", help="only these exercise ids")
     parser.add_argument("--out", type=Path, default=Path("."),
-                        help="folder for grades.csv and grades.json")
+                        help="folder for rows.jsonl, grades.csv, grades.json "
+                             "and feedback/")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="submissions graded at once (default: cores)")
+    parser.add_argument("--force", action="store_true",
+                        help="grade again submissions already in --out")
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="seconds for one whole notebook")
     parser.add_argument("--case-time-limit", type=float, default=None,
                         help="seconds per test (default: each exercise's own)")
     parser.add_argument("--memory-mb", type=int, default=4096,
                         help="memory limit per submission, 0 for none")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--result", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.child:
-        return _child(args.submissions[0], args.result, args.exercises,
-                      args.memory_mb, args.case_time_limit)
     rows = grade(args.submissions, chapter=args.chapter, exercises=args.exercises,
                  timeout=args.timeout, case_time_limit=args.case_time_limit,
-                 memory_mb=args.memory_mb)
+                 memory_mb=args.memory_mb, jobs=args.jobs, out_dir=args.out,
+                 force=args.force)
     csv_path, json_path = write_tables(rows, args.out)
+    write_feedback(rows, args.out)
     print_summary(rows)
-    print(f"\nwrote {csv_path} and {json_path}")
+    print(f"\nwrote {csv_path}, {json_path} and {args.out / 'feedback'}/")
     return 0
 
 

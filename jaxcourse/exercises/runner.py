@@ -1,0 +1,372 @@
+"""Run one submission in its sandbox process, against a read-only course copy.
+
+The grader's runner: :class:`Course` (the course's code, fingerprinted,
+restorable, copied read-only for each submission), :func:`run_one` (a fresh
+``python -m jaxcourse.exercises.sandbox`` process in a private run folder,
+its output's tail kept, its whole process tree ended afterwards) and
+:func:`unreadable_reason` (empty, not JSON, not a notebook). Judging and the
+tables are :mod:`jaxcourse.exercises.grading`'s.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jaxcourse.processes import TAG_ENV, end_tree, new_tag
+
+from .core import GRADING_ENV
+from .messages import message
+from .sandbox import GUARD_ENV
+
+__all__ = [
+    "Course",
+    "Run",
+    "Settings",
+    "default_course",
+    "run_one",
+    "text",
+    "unreadable_reason",
+]
+
+MAX_RESULT_BYTES = 20 * 2**20
+_LOG_TAIL_BYTES = 64 * 2**10
+
+_TEXT = {
+    "en": {
+        "empty": "the file is empty",
+        "not_json": "the file is not JSON ({why})",
+        "not_notebook": "the file is JSON but not a notebook ({why})",
+        "exited": "the notebook ended its own process ({how}) before the checks",
+        "oom": "it ran out of memory (limit {mb} MB){where}",
+        "oom_cells": " in cells {cells}",
+        "tamper_write": "it tried to change the course's files ({path}): zero",
+        "tamper_read": "it tried to read outside its own folder ({path}): zero",
+        "tamper_changed": "the course's files changed while it ran ({files}); "
+                          "they were restored: zero",
+        "feedback_title": "Feedback: {name}",
+        "status": "Status: {status}",
+        "score": "Score: {total:g} of {count}",
+        "exercise": "{id}: {score:.0%}",
+    },
+    "zh-Hant": {
+        "empty": "檔案是空的",
+        "not_json": "檔案不是 JSON（{why}）",
+        "not_notebook": "檔案是 JSON 但不是筆記本（{why}）",
+        "exited": "筆記本在檢查之前自行結束了程序（{how}）",
+        "oom": "記憶體不足（上限 {mb} MB）{where}",
+        "oom_cells": "，出錯的儲存格：{cells}",
+        "tamper_write": "它試圖修改課程的檔案（{path}）：零分",
+        "tamper_read": "它試圖讀取自己資料夾以外的內容（{path}）：零分",
+        "tamper_changed": "它執行時課程的檔案被修改了（{files}），已還原：零分",
+        "feedback_title": "回饋：{name}",
+        "status": "狀態：{status}",
+        "score": "分數：{total:g} / {count}",
+        "exercise": "{id}：{score:.0%}",
+    },
+    "zh-Hans": {
+        "empty": "文件是空的",
+        "not_json": "文件不是 JSON（{why}）",
+        "not_notebook": "文件是 JSON 但不是笔记本（{why}）",
+        "exited": "笔记本在检查之前自行结束了进程（{how}）",
+        "oom": "内存不足（上限 {mb} MB）{where}",
+        "oom_cells": "，出错的单元格：{cells}",
+        "tamper_write": "它试图修改课程的文件（{path}）：零分",
+        "tamper_read": "它试图读取自己文件夹以外的内容（{path}）：零分",
+        "tamper_changed": "它运行时课程的文件被修改了（{files}），已还原：零分",
+        "feedback_title": "反馈：{name}",
+        "status": "状态：{status}",
+        "score": "分数：{total:g} / {count}",
+        "exercise": "{id}：{score:.0%}",
+    },
+}
+
+
+def text(key: str, language: str, **values: object) -> str:
+    """Return the grader's own sentence ``key`` in ``language``, formatted."""
+    table = _TEXT.get(language, _TEXT["en"])
+    return table.get(key, _TEXT["en"][key]).format(**values)
+
+
+# --------------------------------------------------------------------------
+# Reading a submission, and the course it must not change
+# --------------------------------------------------------------------------
+
+
+def unreadable_reason(path: Path, language: str) -> str | None:
+    """Why ``path`` is not a notebook we can run, or ``None`` if it is one."""
+    import nbformat
+
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        return text("not_json", language, why=type(err).__name__)
+    if not raw.strip():
+        return text("empty", language)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as err:
+        return text("not_json", language, why=str(err)[:80])
+    try:
+        if not isinstance(data, dict) or "cells" not in data:
+            raise ValueError("no cells")
+        nbformat.reads(raw.decode("utf-8"), as_version=4)
+    except Exception as err:  # nbformat raises several kinds
+        return text("not_notebook", language, why=str(err).splitlines()[0][:80])
+    return None
+
+
+class Course:
+    """The course's code: fingerprinted, restorable, copied read-only."""
+
+    def __init__(self, folders: Sequence[Path]) -> None:
+        self.folders = [Path(f).resolve() for f in folders]
+        self.snapshot = self._read()
+
+    def _files(self) -> list[Path]:
+        return sorted(p for f in self.folders for p in f.rglob("*.py")
+                      if "__pycache__" not in p.parts)
+
+    def _read(self) -> dict[Path, bytes]:
+        return {p: p.read_bytes() for p in self._files()}
+
+    def changed(self) -> list[Path]:
+        """Return the files that differ from the snapshot (edited, added, deleted)."""
+        now = self._read()
+        return sorted(p for p in {*now, *self.snapshot}
+                      if now.get(p) != self.snapshot.get(p))
+
+    def restore(self, paths: Sequence[Path], backup: Path) -> None:
+        """Put ``paths`` back as they were when grading began.
+
+        What is overwritten is first saved under ``backup``: a change made by
+        a person editing the course during the run is kept, not lost.
+        """
+        folder = backup / time.strftime("%Y%m%dT%H%M%S")
+        for path in paths:
+            if path.is_file():
+                saved = folder / path.parent.name / path.name
+                saved.parent.mkdir(parents=True, exist_ok=True)
+                saved.write_bytes(path.read_bytes())
+        for path in paths:
+            if path in self.snapshot:
+                with contextlib.suppress(OSError):
+                    path.chmod(path.stat().st_mode | stat.S_IWUSR)
+                path.write_bytes(self.snapshot[path])
+            else:
+                path.unlink(missing_ok=True)
+
+    def copy_to(self, target: Path) -> None:
+        """Copy every folder under ``target``, and make the copy read-only."""
+        ignore = shutil.ignore_patterns("*.ipynb", ".ipynb_checkpoints")
+        for folder in self.folders:
+            shutil.copytree(folder, target / folder.name, ignore=ignore)
+        _read_only(target)
+
+
+def _read_only(folder: Path) -> None:
+    for root, dirs, files in os.walk(folder):
+        for name in files:
+            os.chmod(os.path.join(root, name), 0o444)
+        for name in dirs:
+            os.chmod(os.path.join(root, name), 0o555)
+    os.chmod(folder, 0o555)
+
+
+def _writable(folder: Path) -> None:
+    # Read-only folders cannot be deleted until they are writable again.
+    for root, dirs, _ in os.walk(folder):
+        os.chmod(root, 0o755)
+        for name in dirs:
+            with contextlib.suppress(OSError):
+                os.chmod(os.path.join(root, name), 0o755)
+
+
+def default_course() -> list[Path]:
+    """Return the folders of the installed ``jaxcourse`` and ``solutions``."""
+    import jaxcourse
+    import solutions
+
+    return [Path(jaxcourse.__file__).parent, Path(solutions.__file__).parent]
+
+
+# --------------------------------------------------------------------------
+# Running one submission
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """What one submission's process did: status, report, times, attempts."""
+
+    status: str
+    report: dict | None = None
+    detail: str = ""
+    attempts: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    log_tail: str = ""
+    started: float = 0.0
+    ended: float = 0.0
+
+
+@dataclass
+class Settings:
+    """What every submission of one grading run shares."""
+
+    ids: list[str]
+    modules: list[str]
+    timeout: float
+    memory_mb: int
+    case_limit: float | None
+    root: Path
+    private: list[Path]
+    course: Course
+    language: str
+    backup: Path
+
+
+def _tail_reader(pipe, keep: collections.deque) -> None:
+    # Keeps only the end of what the submission prints: a flood of output
+    # costs it time, not the grader's memory or disk.
+    size = 0
+    with contextlib.suppress(OSError, ValueError):
+        for chunk in iter(lambda: pipe.read(8192), b""):
+            keep.append(chunk)
+            size += len(chunk)
+            while size > _LOG_TAIL_BYTES and len(keep) > 1:
+                size -= len(keep.popleft())
+
+
+def run_one(path: Path, number: int, settings: Settings) -> Run:
+    """Run one submission in a fresh process; report what happened."""
+    run_dir = Path(tempfile.mkdtemp(prefix=f"{number:04d}-", dir=settings.root))
+    try:
+        return _run_in(path, run_dir, settings)
+    finally:
+        _writable(run_dir)
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _run_in(path: Path, run_dir: Path, settings: Settings) -> Run:
+    work, outbox, course = run_dir / "work", run_dir / "outbox", run_dir / "course"
+    work.mkdir()
+    outbox.mkdir()
+    settings.course.copy_to(course)
+    copy = work / "submission.ipynb"
+    shutil.copyfile(path, copy)
+    tag = new_tag()
+    env = dict(os.environ)
+    env.update({
+        GRADING_ENV: "1",
+        TAG_ENV: tag,
+        # The private copy comes first: the submission imports it, not ours.
+        "PYTHONPATH": os.pathsep.join([str(course), env.get("PYTHONPATH", "")]),
+        # Bytecode cannot be written into the read-only copy; do not try.
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "IPYTHONDIR": str(run_dir / "ipython"),
+        "MPLBACKEND": "Agg",
+        "PYTHONHASHSEED": "0",
+        "JAX_PLATFORMS": env.get("JAX_PLATFORMS", "cpu"),
+        GUARD_ENV: json.dumps({
+            "protect": [*map(str, settings.course.folders), str(course)],
+            "private": [str(settings.root), *map(str, settings.private)],
+            "own": str(run_dir),
+        }),
+    })
+    command = [sys.executable, "-m", "jaxcourse.exercises.sandbox", str(copy),
+               "--outbox", str(outbox), "--memory-mb", str(settings.memory_mb),
+               "--modules", *settings.modules, "--exercises", *settings.ids]
+    if settings.case_limit is not None:
+        command += ["--case-time-limit", str(settings.case_limit)]
+    tail: collections.deque = collections.deque()
+    run = Run("graded", started=time.time())
+    process = subprocess.Popen(
+        command, cwd=work, env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    reader = threading.Thread(target=_tail_reader, args=(process.stdout, tail),
+                              daemon=True)
+    reader.start()
+    try:
+        code = process.wait(settings.timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        timed_out, code = True, None
+    finally:
+        # Whatever it started, in whatever session, ends with it.
+        end_tree([process], tag=tag, grace=0)
+        reader.join(timeout=5)
+        with contextlib.suppress(OSError):
+            process.stdout.close()
+    run.ended = time.time()
+    run.log_tail = b"".join(tail).decode("utf-8", "replace")
+    attempts_file = outbox / "attempts.txt"
+    if attempts_file.is_file():
+        run.attempts = attempts_file.read_text("utf-8", "replace").splitlines()[:20]
+    result = outbox / "result.json"
+    if timed_out:
+        run.status = "timed out"
+        run.detail = message("grading_timeout", settings.language,
+                             seconds=settings.timeout)
+        return run
+    if not result.is_file():
+        language = settings.language
+        if code is not None and code >= 0:
+            how = f"exit code {code}"
+            run.status, run.detail = "crashed", text("exited", language, how=how)
+        else:
+            run.status = "crashed"
+            run.detail = message("grading_crash", settings.language,
+                                 how=_signal_name(code or 0))
+        memory_words = ("MemoryError", "bad_alloc", "Cannot allocate memory")
+        if code == -signal.SIGKILL or any(w in run.log_tail for w in memory_words):
+            # Nothing here sends SIGKILL before the time limit: the kernel's
+            # out-of-memory killer did, or an allocation failed.
+            run.status = "out of memory"
+            run.detail = text("oom", language, mb=settings.memory_mb, where="")
+        return run
+    try:
+        if result.stat().st_size > MAX_RESULT_BYTES:
+            raise ValueError("too large")
+        report = json.loads(result.read_text(encoding="utf-8"))
+        if not isinstance(report, dict) or not isinstance(
+            report.get("exercises"), dict
+        ):
+            raise ValueError("not a report")
+    except (ValueError, OSError) as err:
+        run.status = "crashed"
+        run.detail = message("grading_unreadable", settings.language, why=str(err)[:80])
+        return run
+    run.report = report
+    times = report.get("timings")
+    if isinstance(times, dict) and all(
+        isinstance(times.get(k), int | float)
+        for k in ("begun", "imported", "cells", "checks")
+    ):
+        run.timings = {
+            "start-up": times["begun"] - run.started,
+            "imports": times["imported"] - times["begun"],
+            "cells": times["cells"] - times["imported"],
+            "checks": times["checks"] - times["cells"],
+        }
+    return run
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
