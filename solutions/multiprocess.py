@@ -24,6 +24,7 @@ import json
 import re
 import tempfile
 import textwrap
+import tokenize
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -305,7 +306,9 @@ print("RESULT-JSON:" + json.dumps(results), flush=True)
 def _source_of(function: Callable) -> str:
     try:
         source = textwrap.dedent(inspect.getsource(function))
-    except (OSError, TypeError):
+    except (OSError, TypeError, SyntaxError, tokenize.TokenError):
+        # SyntaxError and TokenError: the file changed since the function was
+        # defined, so its recorded lines no longer hold it.
         raise ProcessesOutOfStepError(
             "the checker could not read your function's source code: define it "
             "with `def` in a notebook cell or a file"
