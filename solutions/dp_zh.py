@@ -1,9 +1,9 @@
 """Reference solutions of chapter 7's exercises (Traditional Chinese).
 
 Importing this module registers the exercises ``dp_zh.global_normalize``,
-``dp_zh.split_for_devices``, ``dp_zh.replicate``, ``dp_zh.pmap_step`` and
-``dp_zh.data_parallel_grads`` with :mod:`jaxcourse.exercises`, all in
-Traditional Chinese (``language="zh-Hant"``).
+``dp_zh.split_for_devices``, ``dp_zh.replicate``, ``dp_zh.pmap_step``,
+``dp_zh.data_parallel_grads`` and ``dp_zh.shard_map_normalize`` with
+:mod:`jaxcourse.exercises`, all in Traditional Chinese (``language="zh-Hant"``).
 
 Three of them run on 8 devices (``jax.pmap`` over 8 devices, a mesh of 8) and
 say so with ``devices=8``: the process that checks them must have called
@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.sharding import AxisType
+from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxcourse.exercises import Case, Exercise, Mistake, register
@@ -137,6 +137,19 @@ def data_parallel_grads(params, images, labels):
     return grads_fn(params, images, labels)
 
 
+def shard_map_normalize(grid, mesh):
+    """用 shard_map 在二維網格 ("i", "j") 上把 grid 全域正規化，分片方式不變."""
+
+    @jax.jit
+    @functools.partial(jax.shard_map, mesh=mesh, in_specs=P("i", "j"),
+                       out_specs=P("i", "j"))
+    def normalize_block(block):
+        # block 是這臺裝置的一塊：先在裝置上加總，再跨兩個網格軸加總
+        return block / lax.psum(jnp.sum(block), axis_name=("i", "j"))
+
+    return normalize_block(grid)
+
+
 # --------------------------------------------------------------------------
 # 檢查規格：輸入都有固定的種子，回饋可以重現
 # --------------------------------------------------------------------------
@@ -156,6 +169,40 @@ def _with_devices(out):
 
 def _positive_grid(rows: int, cols: int):
     return lambda rng: (rng.uniform(0.5, 2.0, size=(rows, cols)).astype(np.float32),)
+
+
+def _grid_on_mesh(rows: int, cols: int, mesh_shape: tuple[int, int]):
+    """(grid, mesh)：grid 依 P("i", "j") 分片在 mesh_shape 的網格上."""
+
+    def make(rng: np.random.Generator) -> tuple:
+        mesh = jax.make_mesh(mesh_shape, ("i", "j"),
+                             axis_types=(AxisType.Explicit, AxisType.Explicit))
+        grid = rng.uniform(0.5, 2.0, size=(rows, cols)).astype(np.float32)
+        return jax.device_put(grid, NamedSharding(mesh, P("i", "j"))), mesh
+
+    return make
+
+
+def _values(out):
+    return np.asarray(out)
+
+
+def _blocks(out):
+    """每臺裝置（依 id 排序）拿到結果的哪一塊：每一維的起點與終點."""
+    if not isinstance(out, jax.Array):
+        raise TypeError(f"回傳的是 {type(out).__name__}，不是分片在網格上的 jax.Array")
+    index_map = out.sharding.devices_indices_map(out.shape)
+    blocks = [[s.indices(n)[:2] for s, n in zip(index_map[d], out.shape, strict=True)]
+              for d in sorted(index_map, key=lambda d: d.id)]
+    return np.array(blocks, np.int32)
+
+
+def _blocks_with(per_block):
+    def shard_map_normalize(grid, mesh):
+        return jax.jit(jax.shard_map(per_block, mesh=mesh, in_specs=P("i", "j"),
+                                     out_specs=P("i", "j")))(grid)
+
+    return shard_map_normalize
 
 
 def _np_params(rng: np.random.Generator, sizes: list[int]) -> list[dict]:
@@ -436,6 +483,53 @@ register(
                     lambda p, x, y: jax.grad(loss_fn)(p, x, y)),
         ],
     ),
+    Exercise(
+        id="dp_zh.shard_map_normalize",
+        devices=NUM_DEVICES,
+        title="用 shard_map 在二維網格上做全域正規化",
+        chapter=CHAPTER,
+        language="zh-Hant",
+        reference=shard_map_normalize,
+        cases=[
+            Case("(8, 6) 的 grid 依 P(\"i\", \"j\") 分片在 4 × 2 的網格上：數值",
+                 _grid_on_mesh(8, 6, (4, 2)), extract=_values),
+            Case("(4, 12) 的 grid 分片在 2 × 4 的網格上：數值",
+                 _grid_on_mesh(4, 12, (2, 4)), seed=1, extract=_values),
+            Case("(8, 2) 的 grid 分片在 8 × 1 的網格上：數值",
+                 _grid_on_mesh(8, 2, (8, 1)), seed=2, extract=_values),
+            Case("(4, 50) 的 grid 分片在 4 × 2 的網格上（本章的例子）：數值",
+                 _grid_on_mesh(4, 50, (4, 2)), seed=3, extract=_values),
+            Case("4 × 2 的網格上，結果和 grid 一樣依 P(\"i\", \"j\") 分片"
+                 "（比較每臺裝置拿到的那一塊）",
+                 _grid_on_mesh(8, 6, (4, 2)), extract=_blocks),
+            Case("2 × 4 的網格上，結果和 grid 一樣分片（比較每臺裝置拿到的那一塊）",
+                 _grid_on_mesh(4, 12, (2, 4)), seed=1, extract=_blocks),
+        ],
+        hints=[
+            "每臺裝置上的函式只看見自己的一塊（block）。先想清楚：要除的是"
+            "整個陣列的總和，而這一塊的總和只是其中一部分。",
+            "輸入怎麼切，輸出就怎麼拼回去：in_specs 與 out_specs 都照 grid 的分片寫。",
+            "先在裝置上用 jnp.sum 把這一塊加成一個數，再用 lax.psum 跨裝置加總；"
+            "網格有兩個軸，總和要涵蓋哪幾個？",
+        ],
+        mistakes=[
+            Mistake("只跨 \"i\" 求和：同一欄（\"j\" 相同）的幾塊各自正規化，"
+                    "而不是全域正規化。psum 要同時跨 (\"i\", \"j\")",
+                    _blocks_with(lambda b: b / lax.psum(jnp.sum(b), "i"))),
+            Mistake("只跨 \"j\" 求和：同一列（\"i\" 相同）的幾塊各自正規化，"
+                    "而不是全域正規化。psum 要同時跨 (\"i\", \"j\")",
+                    _blocks_with(lambda b: b / lax.psum(jnp.sum(b), "j"))),
+            Mistake("每一塊只除以自己的總和：沒有跨裝置加總，"
+                    "要用 lax.psum 跨兩個網格軸",
+                    _blocks_with(lambda b: b / jnp.sum(b))),
+            Mistake("lax.psum 加總的是各裝置同一位置的元素，不是整塊的總和："
+                    "先用 jnp.sum 把這一塊加成一個數，再 psum",
+                    _blocks_with(lambda b: b / lax.psum(b, ("i", "j")))),
+            Mistake("差了一個倍數：lax.pmean 是平均，不是總和；"
+                    "正規化要除以 lax.psum",
+                    _blocks_with(lambda b: b / lax.pmean(jnp.sum(b), ("i", "j")))),
+        ],
+    ),
 )
 
 __all__ = [
@@ -449,5 +543,6 @@ __all__ = [
     "pmap_step",
     "predict",
     "replicate",
+    "shard_map_normalize",
     "split_for_devices",
 ]

@@ -2,9 +2,9 @@
 """Reference solutions of chapter 7's exercises (Simplified Chinese).
 
 Importing this module registers the exercises ``dp_zh_hans.global_normalize``,
-``dp_zh_hans.split_for_devices``, ``dp_zh_hans.replicate``, ``dp_zh_hans.pmap_step`` and
-``dp_zh_hans.data_parallel_grads`` with :mod:`jaxcourse.exercises`, all in
-Simplified Chinese (``language="zh-Hans"``).
+``dp_zh_hans.split_for_devices``, ``dp_zh_hans.replicate``, ``dp_zh_hans.pmap_step``,
+``dp_zh_hans.data_parallel_grads`` and ``dp_zh_hans.shard_map_normalize`` with
+:mod:`jaxcourse.exercises`, all in Simplified Chinese (``language="zh-Hans"``).
 
 Three of them run on 8 devices (``jax.pmap`` over 8 devices, a mesh of 8) and
 say so with ``devices=8``: the process that checks them must have called
@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.sharding import AxisType
+from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxcourse.exercises import Case, Exercise, Mistake, register
@@ -138,6 +138,19 @@ def data_parallel_grads(params, images, labels):
     return grads_fn(params, images, labels)
 
 
+def shard_map_normalize(grid, mesh):
+    """用 shard_map 在二维网格 ("i", "j") 上把 grid 全局归一化，分片方式不变."""
+
+    @jax.jit
+    @functools.partial(jax.shard_map, mesh=mesh, in_specs=P("i", "j"),
+                       out_specs=P("i", "j"))
+    def normalize_block(block):
+        # block 是这台设备的一块：先在设备上加总，再跨两个网格轴加总
+        return block / lax.psum(jnp.sum(block), axis_name=("i", "j"))
+
+    return normalize_block(grid)
+
+
 # --------------------------------------------------------------------------
 # 检查规格：输入都有固定的种子，反馈可以重现
 # --------------------------------------------------------------------------
@@ -157,6 +170,40 @@ def _with_devices(out):
 
 def _positive_grid(rows: int, cols: int):
     return lambda rng: (rng.uniform(0.5, 2.0, size=(rows, cols)).astype(np.float32),)
+
+
+def _grid_on_mesh(rows: int, cols: int, mesh_shape: tuple[int, int]):
+    """(grid, mesh)：grid 依 P("i", "j") 分片在 mesh_shape 的网格上."""
+
+    def make(rng: np.random.Generator) -> tuple:
+        mesh = jax.make_mesh(mesh_shape, ("i", "j"),
+                             axis_types=(AxisType.Explicit, AxisType.Explicit))
+        grid = rng.uniform(0.5, 2.0, size=(rows, cols)).astype(np.float32)
+        return jax.device_put(grid, NamedSharding(mesh, P("i", "j"))), mesh
+
+    return make
+
+
+def _values(out):
+    return np.asarray(out)
+
+
+def _blocks(out):
+    """每台设备（依 id 排序）拿到结果的哪一块：每一维的起点与终点."""
+    if not isinstance(out, jax.Array):
+        raise TypeError(f"返回的是 {type(out).__name__}，不是分片在网格上的 jax.Array")
+    index_map = out.sharding.devices_indices_map(out.shape)
+    blocks = [[s.indices(n)[:2] for s, n in zip(index_map[d], out.shape, strict=True)]
+              for d in sorted(index_map, key=lambda d: d.id)]
+    return np.array(blocks, np.int32)
+
+
+def _blocks_with(per_block):
+    def shard_map_normalize(grid, mesh):
+        return jax.jit(jax.shard_map(per_block, mesh=mesh, in_specs=P("i", "j"),
+                                     out_specs=P("i", "j")))(grid)
+
+    return shard_map_normalize
 
 
 def _np_params(rng: np.random.Generator, sizes: list[int]) -> list[dict]:
@@ -437,6 +484,53 @@ register(
                     lambda p, x, y: jax.grad(loss_fn)(p, x, y)),
         ],
     ),
+    Exercise(
+        id="dp_zh_hans.shard_map_normalize",
+        devices=NUM_DEVICES,
+        title="用 shard_map 在二维网格上做全局归一化",
+        chapter=CHAPTER,
+        language="zh-Hans",
+        reference=shard_map_normalize,
+        cases=[
+            Case("(8, 6) 的 grid 依 P(\"i\", \"j\") 分片在 4 × 2 的网格上：数值",
+                 _grid_on_mesh(8, 6, (4, 2)), extract=_values),
+            Case("(4, 12) 的 grid 分片在 2 × 4 的网格上：数值",
+                 _grid_on_mesh(4, 12, (2, 4)), seed=1, extract=_values),
+            Case("(8, 2) 的 grid 分片在 8 × 1 的网格上：数值",
+                 _grid_on_mesh(8, 2, (8, 1)), seed=2, extract=_values),
+            Case("(4, 50) 的 grid 分片在 4 × 2 的网格上（本章的例子）：数值",
+                 _grid_on_mesh(4, 50, (4, 2)), seed=3, extract=_values),
+            Case("4 × 2 的网格上，结果和 grid 一样依 P(\"i\", \"j\") 分片"
+                 "（比较每台设备拿到的那一块）",
+                 _grid_on_mesh(8, 6, (4, 2)), extract=_blocks),
+            Case("2 × 4 的网格上，结果和 grid 一样分片（比较每台设备拿到的那一块）",
+                 _grid_on_mesh(4, 12, (2, 4)), seed=1, extract=_blocks),
+        ],
+        hints=[
+            "每台设备上的函数只看见自己的一块（block）。先想清楚：要除的是"
+            "整个数组的总和，而这一块的总和只是其中一部分。",
+            "输入怎么切，输出就怎么拼回去：in_specs 与 out_specs 都照 grid 的分片写。",
+            "先在设备上用 jnp.sum 把这一块加成一个数，再用 lax.psum 跨设备加总；"
+            "网格有两个轴，总和要涵盖哪几个？",
+        ],
+        mistakes=[
+            Mistake("只跨 \"i\" 求和：同一列（\"j\" 相同）的几块各自归一化，"
+                    "而不是全局归一化。psum 要同时跨 (\"i\", \"j\")",
+                    _blocks_with(lambda b: b / lax.psum(jnp.sum(b), "i"))),
+            Mistake("只跨 \"j\" 求和：同一行（\"i\" 相同）的几块各自归一化，"
+                    "而不是全局归一化。psum 要同时跨 (\"i\", \"j\")",
+                    _blocks_with(lambda b: b / lax.psum(jnp.sum(b), "j"))),
+            Mistake("每一块只除以自己的总和：没有跨设备加总，"
+                    "要用 lax.psum 跨两个网格轴",
+                    _blocks_with(lambda b: b / jnp.sum(b))),
+            Mistake("lax.psum 加总的是各设备同一位置的元素，不是整块的总和："
+                    "先用 jnp.sum 把这一块加成一个数，再 psum",
+                    _blocks_with(lambda b: b / lax.psum(b, ("i", "j")))),
+            Mistake("差了一个倍数：lax.pmean 是平均，不是总和；"
+                    "归一化要除以 lax.psum",
+                    _blocks_with(lambda b: b / lax.pmean(jnp.sum(b), ("i", "j")))),
+        ],
+    ),
 )
 
 __all__ = [
@@ -450,5 +544,6 @@ __all__ = [
     "pmap_step",
     "predict",
     "replicate",
+    "shard_map_normalize",
     "split_for_devices",
 ]

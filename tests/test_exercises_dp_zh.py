@@ -38,8 +38,9 @@ ROOT = Path(__file__).resolve().parents[1]
 STUDENT = ROOT / "exercises" / "07_zh_data_parallel_exercises.ipynb"
 MASTER = ROOT / "solutions" / "07_zh_data_parallel_exercises.ipynb"
 IDS = ["dp_zh.global_normalize", "dp_zh.split_for_devices", "dp_zh.replicate",
-       "dp_zh.pmap_step", "dp_zh.data_parallel_grads"]
-NEEDS_8 = {"dp_zh.global_normalize", "dp_zh.pmap_step", "dp_zh.data_parallel_grads"}
+       "dp_zh.pmap_step", "dp_zh.data_parallel_grads", "dp_zh.shard_map_normalize"]
+NEEDS_8 = {"dp_zh.global_normalize", "dp_zh.pmap_step", "dp_zh.data_parallel_grads",
+           "dp_zh.shard_map_normalize"}
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 # ---- answers: 1. global_normalize ----------------------------------------------------
@@ -269,6 +270,61 @@ def grads_value_and_grad(params, images, labels):
     return jax.jit(per_device)(params, images, labels)
 
 
+# ---- answers: 6. shard_map_normalize ------------------------------------------------
+
+
+BLOCKS = P("i", "j")
+
+
+def _per_block(per_block, out_specs=BLOCKS, check_vma=True):
+    def shard_map_normalize(grid, mesh):
+        return jax.jit(jax.shard_map(per_block, mesh=mesh, in_specs=P("i", "j"),
+                                     out_specs=out_specs, check_vma=check_vma))(grid)
+
+    return shard_map_normalize
+
+
+blocks_over_i_only = _per_block(lambda b: b / lax.psum(jnp.sum(b), "i"))
+blocks_over_j_only = _per_block(lambda b: b / lax.psum(jnp.sum(b), "j"))
+blocks_own_sum = _per_block(lambda b: b / jnp.sum(b))
+blocks_elementwise_psum = _per_block(lambda b: b / lax.psum(b, ("i", "j")))
+blocks_pmean = _per_block(lambda b: b / lax.pmean(jnp.sum(b), ("i", "j")))
+# Promises a replicated result that is not: with the check off, device 0's block.
+blocks_unchecked_replicated = _per_block(
+    lambda b: b / lax.psum(jnp.sum(b), ("i", "j")), out_specs=P(), check_vma=False)
+
+
+def blocks_own_mesh(grid, mesh):
+    # A mesh written in (always 4 x 2) instead of the one given.
+    own = jax.make_mesh((4, 2), ("i", "j"),
+                        axis_types=(jax.sharding.AxisType.Explicit,) * 2)
+    return _per_block(lambda b: b / lax.psum(jnp.sum(b), ("i", "j")))(
+        jax.device_put(np.asarray(grid), NamedSharding(own, P("i", "j"))), own)
+
+
+blocks_two_psums = _per_block(lambda b: b / lax.psum(lax.psum(jnp.sum(b), "i"), "j"))
+blocks_swapped_names = _per_block(lambda b: b / lax.psum(jnp.sum(b), ("j", "i")))
+blocks_pmean_times_size = _per_block(
+    lambda b: b / (lax.pmean(jnp.sum(b), ("i", "j"))
+                   * lax.axis_size("i") * lax.axis_size("j")))
+
+
+def blocks_set_mesh(grid, mesh):
+    # The docs' style: the mesh in context instead of mesh=.
+    @jax.shard_map(in_specs=P("i", "j"), out_specs=P("i", "j"))
+    def normalize(block):
+        total = lax.psum(block.sum(), axis_name=("i", "j"))
+        return block / total
+
+    with jax.set_mesh(mesh):
+        return jax.jit(normalize)(grid)
+
+
+def blocks_sharded_jit(grid, mesh):
+    # No shard_map: the compiler partitions the sum; same values and layout.
+    return jax.jit(lambda g: g / jnp.sum(g))(grid)
+
+
 WRONG = [
     ("dp_zh.global_normalize", "normalize_rows_only", "每一列各自正規化"),
     ("dp_zh.global_normalize", "normalize_columns_only", "只跨外層的 \"i\" 求和"),
@@ -294,6 +350,13 @@ WRONG = [
     ("dp_zh.data_parallel_grads", "grads_local_only", "梯度是正確值的 8 倍"),
     ("dp_zh.data_parallel_grads", "grads_psum_local", "梯度是正確值的 64 倍"),
     ("dp_zh.data_parallel_grads", "grads_one_device", "梯度只在 1 臺裝置上算"),
+    ("dp_zh.shard_map_normalize", "blocks_over_i_only", "只跨 \"i\" 求和"),
+    ("dp_zh.shard_map_normalize", "blocks_over_j_only", "只跨 \"j\" 求和"),
+    ("dp_zh.shard_map_normalize", "blocks_own_sum", "每一塊只除以自己的總和"),
+    ("dp_zh.shard_map_normalize", "blocks_elementwise_psum", "同一位置的元素"),
+    ("dp_zh.shard_map_normalize", "blocks_pmean", "lax.pmean 是平均"),
+    ("dp_zh.shard_map_normalize", "blocks_unchecked_replicated", "形狀錯誤"),
+    ("dp_zh.shard_map_normalize", "blocks_own_mesh", "每臺裝置拿到的那一塊"),
 ]
 
 RIGHT = [
@@ -313,6 +376,11 @@ RIGHT = [
     ("dp_zh.data_parallel_grads", "grads_sharded_jit"),
     ("dp_zh.data_parallel_grads", "grads_local_over_n"),
     ("dp_zh.data_parallel_grads", "grads_value_and_grad"),
+    ("dp_zh.shard_map_normalize", "blocks_two_psums"),
+    ("dp_zh.shard_map_normalize", "blocks_swapped_names"),
+    ("dp_zh.shard_map_normalize", "blocks_pmean_times_size"),
+    ("dp_zh.shard_map_normalize", "blocks_set_mesh"),
+    ("dp_zh.shard_map_normalize", "blocks_sharded_jit"),
 ]
 
 
@@ -577,7 +645,7 @@ def test_student_notebook_is_generated_and_stripped() -> None:
     assert nbformat.writes(student) + "\n" == STUDENT.read_text(encoding="utf-8")
     text = STUDENT.read_text(encoding="utf-8")
     assert "BEGIN SOLUTION" not in text and "lax.psum(x, axis_name=(" not in text
-    assert text.count("raise NotImplementedError()") == 5 + 1  # + the intro's mention
+    assert text.count("raise NotImplementedError()") == 6 + 1  # + the intro's mention
 
 
 @pytest.mark.slow
@@ -635,7 +703,7 @@ def test_grading_on_8_devices(tmp_path: Path) -> None:
     assert rows["b_partly"]["scores"] == {
         "dp_zh.global_normalize": 0.0, "dp_zh.split_for_devices": 1.0,
         "dp_zh.replicate": 0.0, "dp_zh.pmap_step": 0.0,
-        "dp_zh.data_parallel_grads": 0.0,
+        "dp_zh.data_parallel_grads": 0.0, "dp_zh.shard_map_normalize": 0.0,
     }
     feedback = rows["b_partly"]["feedback"]
     assert "每一列各自正規化" in " ".join(feedback["dp_zh.global_normalize"])
