@@ -54,7 +54,7 @@ echo "light job: Colab simulation done at $((SECONDS - started)) s"
 
 cd "$here"
 # -p no:cacheprovider: the main run's cache is not this job's business.
-"$VENV/bin/python" -m pytest -p no:cacheprovider -q -m "not slow" \
+"$VENV/bin/python" -m pytest -p no:cacheprovider -q -m "not slow and not tensorflow" \
   tests/test_exercises_core.py tests/test_exercises_widgets.py \
   tests/test_exercises_notebooks.py \
   tests/test_exercises_mlp.py tests/test_exercises_bayes.py \

@@ -94,3 +94,17 @@ def execute_notebook():
                 for o in outputs]
 
     return run
+
+
+# Exercises whose checks need TensorFlow: their tests are marked, so that the
+# light job (Colab's packages, no TensorFlow) can leave them out.
+NEEDS_TENSORFLOW = {"mlp.tf_batches"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test parametrized with an exercise that needs TensorFlow."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if any(value in NEEDS_TENSORFLOW for value in params.values()
+               if isinstance(value, str)):
+            item.add_marker(pytest.mark.tensorflow)
