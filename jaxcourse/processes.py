@@ -55,8 +55,13 @@ def new_tag() -> str:
     return secrets.token_hex(8)
 
 
-def become_subreaper() -> bool:
+def become_subreaper(on: bool = True) -> bool:
     """Make orphaned descendants of this process its children (Linux).
+
+    Parameters
+    ----------
+    on : bool
+        ``False`` gives orphans back to init again.
 
     Returns
     -------
@@ -68,7 +73,7 @@ def become_subreaper() -> bool:
         return False
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
 

@@ -316,9 +316,6 @@ def grade(
     if not jobs:
         jobs = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                 else os.cpu_count() or 1)
-    # Orphans of a submission (double forks, nohup) become our children, not
-    # init's, so that they remain in reach.
-    become_subreaper()
     names = _names(paths)
     rows_file = None
     done: dict[str, SubmissionResult] = {}
@@ -336,8 +333,15 @@ def grade(
         else:
             todo.append((name, path))
     if todo:
-        _grade_all(todo, digests, results, rows_file, ids, language, jobs,
-                   timeout, memory_mb, case_time_limit, folders, course)
+        # While submissions run, their orphans (double forks, nohup) become our
+        # children, not init's, so that they remain in reach. Only then: a
+        # caller's own orphans (a browser's helpers, say) are not ours to keep.
+        become_subreaper()
+        try:
+            _grade_all(todo, digests, results, rows_file, ids, language, jobs,
+                       timeout, memory_mb, case_time_limit, folders, course)
+        finally:
+            become_subreaper(False)
     return [results[name] for name in names]
 
 
