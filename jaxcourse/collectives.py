@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxcourse.devices import DeviceSetupError
+from jaxcourse.devices import mesh_devices
 
 __all__ = [
     "NAMES",
@@ -64,17 +64,8 @@ def line_mesh(n: int, name: str = "i") -> Any:
     import jax
     from jax.sharding import AxisType
 
-    devices = jax.devices()
-    if len(devices) < n:
-        # One GPU beside use_cpu_devices(8): the simulated CPU devices will do.
-        devices = jax.devices("cpu")
-    if len(devices) < n:
-        raise DeviceSetupError(
-            f"this needs {n} devices and JAX has {len(devices)}: restart the "
-            f"kernel and run the first cell (use_cpu_devices(8)) first"
-        )
     return jax.make_mesh((n,), (name,), axis_types=(AxisType.Auto,),
-                         devices=devices[:n])
+                         devices=mesh_devices(n, first_cell=8))
 
 
 def ring_pairs(n: int, shift: int = 1) -> list[tuple[int, int]]:

@@ -11,7 +11,7 @@ import os
 
 from jaxcourse import CourseError
 
-__all__ = ["DeviceSetupError", "use_cpu_devices"]
+__all__ = ["DeviceSetupError", "mesh_devices", "use_cpu_devices"]
 
 _FLAG = "--xla_force_host_platform_device_count"
 
@@ -75,3 +75,38 @@ def use_cpu_devices(n: int) -> list:
             "before anything creates an array."
         )
     return devices
+
+
+def mesh_devices(count: int, what: str = "this", first_cell: int | None = None) -> list:
+    """Return ``count`` devices to build a mesh on, or say clearly what is missing.
+
+    The default devices come first; beside one GPU, the simulated CPU devices
+    of :func:`use_cpu_devices` do.
+
+    Parameters
+    ----------
+    count : int
+        How many devices the mesh needs.
+    what : str
+        Who needs them, for the message (e.g. ``"this exercise"``).
+    first_cell : int, optional
+        The ``use_cpu_devices(...)`` argument the message names; ``count`` if
+        omitted.
+
+    Raises
+    ------
+    DeviceSetupError
+        If JAX has fewer than ``count`` devices.
+    """
+    import jax
+
+    devices = jax.devices()
+    if len(devices) < count:
+        devices = jax.devices("cpu")
+    if len(devices) < count:
+        raise DeviceSetupError(
+            f"{what} needs {count} devices and JAX has {len(devices)}: restart the "
+            f"kernel and run the first cell (use_cpu_devices("
+            f"{count if first_cell is None else first_cell})) first"
+        )
+    return devices[:count]

@@ -20,7 +20,7 @@ import numpy as np
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jaxcourse.devices import DeviceSetupError
+from jaxcourse.devices import mesh_devices
 from jaxcourse.exercises import Case, Exercise, Mistake, register
 from jaxcourse.exercises.sharding_explorer import COLLECTIVES, collective_counts
 
@@ -35,18 +35,7 @@ DEVICES = 8
 
 def _mesh_devices(shape: tuple[int, ...]) -> list:
     """Return the devices for a mesh of ``shape``; say clearly if JAX has too few."""
-    needed = int(np.prod(shape))
-    devices = jax.devices()
-    if len(devices) < needed:
-        # One GPU beside use_cpu_devices(8): the simulated CPU devices will do.
-        devices = jax.devices("cpu")
-    if len(devices) < needed:
-        raise DeviceSetupError(
-            f"this exercise needs {needed} devices and JAX has {len(devices)}: "
-            f"restart the kernel and run the first cell (use_cpu_devices({needed})) "
-            "first"
-        )
-    return devices[:needed]
+    return mesh_devices(int(np.prod(shape)), "this exercise")
 
 
 def auto_mesh(shape: tuple[int, ...], names: tuple[str, ...]) -> jax.sharding.Mesh:
