@@ -2,7 +2,11 @@
 
 XLA can split one CPU into N "devices". JAX reads that number once, when its
 backend first starts (the first array, the first ``jax.devices()``), so it
-must be set before: :func:`use_cpu_devices` is the one place that does it.
+must be set before: :func:`use_cpu_devices` is the one place that does it in
+this process. A child process (a launched rank, a DataLoader worker) reads it
+from ``XLA_FLAGS`` instead; :func:`xla_flags` is the one place that writes
+that flag, for :func:`use_cpu_devices` and the launcher
+(:mod:`jaxcourse.launch`) alike.
 """
 
 from __future__ import annotations
@@ -11,13 +15,50 @@ import os
 
 from jaxcourse import CourseError
 
-__all__ = ["DeviceSetupError", "mesh_devices", "use_cpu_devices"]
+__all__ = ["DeviceSetupError", "mesh_devices", "use_cpu_devices", "xla_flags"]
 
 _FLAG = "--xla_force_host_platform_device_count"
 
 
 class DeviceSetupError(CourseError):
     """JAX started before the course could give it the devices asked for."""
+
+
+def xla_flags(device_count: int, flags: str | None = None) -> str:
+    """Return ``XLA_FLAGS`` that ask for ``device_count`` simulated CPU devices.
+
+    Any device count already in ``flags`` is replaced (a notebook's own count
+    must not reach a launched rank); every other flag is kept, in order.
+
+    Parameters
+    ----------
+    device_count : int
+        Simulated CPU devices (1 or more).
+    flags : str, optional
+        The flags to start from; by default this process's ``XLA_FLAGS``.
+
+    Returns
+    -------
+    str
+        The new value, for ``os.environ["XLA_FLAGS"]`` or a child's environment.
+
+    Raises
+    ------
+    ValueError
+        If ``device_count`` is not a positive integer.
+    """
+    if (
+        not isinstance(device_count, int)
+        or isinstance(device_count, bool)
+        or device_count < 1
+    ):
+        raise ValueError(
+            f"device_count must be a positive integer, not {device_count!r}"
+        )
+    if flags is None:
+        flags = os.environ.get("XLA_FLAGS", "")
+    kept = [f for f in flags.split() if f.split("=", 1)[0] != _FLAG]
+    return " ".join([*kept, f"{_FLAG}={device_count}"])
 
 
 def _backends_started() -> bool:
@@ -59,12 +100,7 @@ def use_cpu_devices(n: int) -> list:
         jax.config.update("jax_num_cpu_devices", n)
         # Child processes (a launcher, a DataLoader worker) read XLA_FLAGS,
         # not this process's config; keep the two in step.
-        flags = [
-            f
-            for f in os.environ.get("XLA_FLAGS", "").split()
-            if not f.startswith(_FLAG)
-        ]
-        os.environ["XLA_FLAGS"] = " ".join([*flags, f"{_FLAG}={n}"])
+        os.environ["XLA_FLAGS"] = xla_flags(n)
     devices = jax.devices("cpu")
     if len(devices) < n:
         raise DeviceSetupError(

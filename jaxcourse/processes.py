@@ -1,7 +1,9 @@
 """End a process and every process it started, wherever they went.
 
 One implementation, used by the multi-process launcher
-(:mod:`jaxcourse.launch`) and the grader (:mod:`jaxcourse.exercises.grading`).
+(:mod:`jaxcourse.launch`) and the grader (:mod:`jaxcourse.exercises.grading`):
+while the roots run, the supervisor collects their :func:`descendants` now and
+then; to end them, it calls :func:`end_tree`.
 
 Killing a process group is not enough: a child can leave the group
 (``setsid``, ``start_new_session=True``), and a double fork or ``nohup``
@@ -41,6 +43,7 @@ import psutil
 __all__ = [
     "TAG_ENV",
     "become_subreaper",
+    "descendants",
     "end_tree",
     "new_tag",
     "tagged",
@@ -101,19 +104,41 @@ def _alive(process: psutil.Process) -> bool:
         return False
 
 
+def descendants(roots: Iterable[subprocess.Popen]) -> dict[int, psutil.Process]:
+    """Return every living descendant of the roots that are still running.
+
+    A supervisor calls it now and then while the roots run, and passes what it
+    found to :func:`end_tree` as ``seen``: a grandchild whose parent has
+    exited is no longer reachable from a root, but its handle still is.
+
+    Parameters
+    ----------
+    roots : iterable of subprocess.Popen
+        The processes started directly.
+
+    Returns
+    -------
+    dict
+        Pid to psutil handle (which notices if the pid is reused later).
+    """
+    found: dict[int, psutil.Process] = {}
+    for root in roots:
+        if root.poll() is not None:
+            continue  # its pid may already belong to someone else
+        with contextlib.suppress(psutil.Error):
+            found.update(
+                (c.pid, c) for c in psutil.Process(root.pid).children(recursive=True)
+            )
+    return found
+
+
 def _collect(
     roots: Iterable[subprocess.Popen],
     seen: dict[int, psutil.Process],
     tag: str | None,
 ) -> list[psutil.Process]:
     """Every living process of the tree, found by all three nets."""
-    for root in roots:
-        if root.poll() is not None:
-            continue  # its pid may already belong to someone else
-        with contextlib.suppress(psutil.Error):
-            seen.update(
-                (c.pid, c) for c in psutil.Process(root.pid).children(recursive=True)
-            )
+    seen.update(descendants(roots))
     if tag is not None:
         for proc in tagged(tag):
             seen[proc.pid] = proc

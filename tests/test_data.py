@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 from jaxcourse import data
+from jaxcourse.data import checks, store
 
 
 def test_offline_provisioning_falls_back_to_fashion_mnist(
@@ -157,8 +159,81 @@ def test_user_folder_missing_files(tmp_path: Path) -> None:
 
 def test_network_probe_is_bounded() -> None:
     started = time.perf_counter()
-    assert data.network_answers(data.MNIST_HOST, timeout=1.0) is False
+    assert data.network_answers(timeout=1.0) is False
     assert time.perf_counter() - started < 2.0
+
+
+def test_network_probe_goes_where_the_course_points_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The download host is read when probed, so the fixture's closed port (or
+    # this listening one) is what provisioning really asks.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        monkeypatch.setattr(data.sources, "MNIST_HOST", listener.getsockname())
+        assert data.network_answers(timeout=5.0) is True
+
+
+def count_hashes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the name of every file the data layer hashes from now on."""
+    hashed: list[str] = []
+    real = store.sha256_file
+
+    def counting(path: Path) -> str:
+        hashed.append(path.name)
+        return real(path)
+
+    monkeypatch.setattr(store, "sha256_file", counting)
+    return hashed
+
+
+def test_checksums_are_verified_once_per_process(
+    raw_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The copy was written just now; trust it as one written long ago would be.
+    monkeypatch.setattr(checks, "_RECENT_NS", 0)
+    hashed = count_hashes(monkeypatch)
+    data.ensure()
+    assert sorted(hashed) == sorted(n for pair in data.IDX_FILES.values() for n in pair)
+    hashed.clear()
+    data.load_numpy("train")
+    data.load_numpy("test")
+    data.require()
+    assert hashed == []
+
+    # Corrupted in place, same size, the modification time put back: the
+    # file's change time still tells, and it alone is hashed again.
+    target = raw_root / "FashionMNIST" / "raw" / "train-labels-idx1-ubyte"
+    before = target.stat()
+    good = target.read_bytes()
+    target.write_bytes(good[:-1] + bytes([good[-1] ^ 0x01]))
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert target.stat().st_size == before.st_size
+    with pytest.raises(data.DataCorruptError, match="train-labels-idx1-ubyte"):
+        data.load_numpy("train")
+    assert hashed == ["train-labels-idx1-ubyte"]
+    with pytest.raises(data.DataCorruptError, match="train-labels-idx1-ubyte"):
+        data.ensure()
+
+    # Put right, it is checked again and trusted again.
+    target.write_bytes(good)
+    hashed.clear()
+    assert data.load_numpy("train")[1].shape == (60_000,)
+    assert data.load_numpy("train")[1].shape == (60_000,)
+    assert hashed == ["train-labels-idx1-ubyte"]
+
+
+def test_a_file_just_changed_is_not_trusted_yet(
+    raw_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Within the window a second write could leave every timestamp unchanged
+    # (coarse file-system clocks), so such a file is hashed on every check.
+    monkeypatch.setattr(checks, "_RECENT_NS", 10**18)
+    hashed = count_hashes(monkeypatch)
+    data.load_numpy("test")
+    data.load_numpy("test")
+    assert sorted(hashed) == sorted(data.IDX_FILES["test"] * 2)
 
 
 def test_cli_offline_with_nothing_fails_fast_and_clearly(tmp_path: Path) -> None:

@@ -61,3 +61,18 @@ def test_rejects_nonsense(bad: str) -> None:
             print(err)
     """)
     assert "n must be a positive integer" in proc.stdout, proc.stderr
+
+
+def test_xla_flags_sets_the_device_count_and_keeps_the_rest() -> None:
+    # The one place that writes the flag, for use_cpu_devices and the launcher.
+    from jaxcourse.devices import xla_flags
+
+    flag = "--xla_force_host_platform_device_count"
+    assert xla_flags(4, "") == f"{flag}=4"
+    assert (
+        xla_flags(2, f"--xla_dump_to=out {flag}=8 --xla_cpu_enable_fast_math=false")
+        == f"--xla_dump_to=out --xla_cpu_enable_fast_math=false {flag}=2"
+    )
+    for bad in (0, -1, 2.5, True, "4"):
+        with pytest.raises(ValueError, match="device_count must be a positive"):
+            xla_flags(bad, "")

@@ -26,6 +26,7 @@ from processes import alive, assert_no_children_left
 
 from jaxcourse import CourseError
 from jaxcourse import launch as launcher
+from jaxcourse.launch.output import GlooFilter, MpiLines, tail
 
 
 @pytest.fixture(autouse=True)
@@ -131,7 +132,15 @@ def test_a_port_in_use_fails_before_starting_anything(tmp_path: Path) -> None:
     assert not alive(c.pid for c in psutil.Process().children(recursive=True))
 
 
-def test_the_port_asked_for_is_used(tmp_path: Path) -> None:
+def test_the_port_asked_for_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The notebook's own device count must not reach the ranks; its other
+    # XLA flags must.
+    monkeypatch.setenv(
+        "XLA_FLAGS",
+        "--xla_force_host_platform_device_count=8 --xla_cpu_enable_fast_math=false",
+    )
     script = write(
         tmp_path,
         "env.py",
@@ -152,9 +161,11 @@ def test_the_port_asked_for_is_used(tmp_path: Path) -> None:
         echo=False,
         env=lambda rank: {"SEED": str(10 * rank)},
     )
-    flag = "--xla_force_host_platform_device_count=5"
+    flags = "--xla_cpu_enable_fast_math=false --xla_force_host_platform_device_count=5"
     for rank in range(3):
-        assert result.lines(rank) == [f"127.0.0.1:{port} {rank} 3 {flag} {10 * rank}"]
+        assert result.lines(rank) == [
+            f"127.0.0.1:{port} {rank} 3 {flags} {10 * rank}"
+        ]
 
 
 # Plain-Python workers: the process handling without JAX's start-up time.
@@ -225,6 +236,43 @@ def test_plain_hang_times_out_and_ends_grandchildren(tmp_path: Path) -> None:
         launcher.launch(
             script, 2, 1, cwd=tmp_path, timeout=4, echo=False, env={"MODE": "hang"}
         )
+
+
+# A rank whose children leave its process group three ways; then it fails.
+ESCAPER = """
+    import os
+    import subprocess
+    import sys
+
+    # A new session, nohup in a new session, and a double fork into a new
+    # session (the shell exits at once, handing its child to init). The first
+    # keeps the rank's stdout open: the launch must still end.
+    pids = [
+        subprocess.Popen(["sleep", "3201"], start_new_session=True).pid,
+        subprocess.Popen(["nohup", "sleep", "3202"], start_new_session=True,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid,
+        int(subprocess.run(
+            ["setsid", "sh", "-c", "sleep 3203 >/dev/null 2>&1 & echo $!"],
+            capture_output=True, text=True).stdout),
+    ]
+    print("escaped", *pids, flush=True)
+    sys.exit(3)
+"""
+
+
+def test_children_that_left_the_group_are_ended_too(tmp_path: Path) -> None:
+    script = write(tmp_path, "escaper.py", ESCAPER)
+    with pytest.raises(launcher.RankFailedError) as info:
+        launcher.launch(script, 2, 1, cwd=tmp_path, timeout=30, echo=False)
+    escaped = [
+        int(pid)
+        for rank in range(2)
+        for line in info.value.result.lines(rank)
+        if line.startswith("escaped ")
+        for pid in line.split()[1:]
+    ]
+    assert len(escaped) >= 3  # the first rank to fail printed its three
+    assert not alive([*info.value.pids, *escaped])
 
 
 def test_check_false_returns_the_failure(tmp_path: Path) -> None:
@@ -308,7 +356,7 @@ def test_traceback_summary_keeps_own_frame_and_exception() -> None:
         "    raise ValueError(",
         "ValueError: Invalid host data",
     ]
-    summary = launcher._tail(lines, Path("/some/where"))
+    summary = tail(lines, Path("/some/where"))
     assert summary.splitlines() == [
         '      File "train.py", line 8, in <module>',
         "        x = make(local)",
@@ -327,7 +375,7 @@ def test_gloo_connection_messages_are_dropped_even_when_shuffled() -> None:
     ]
     whole = f"{opener}0 is connected to 3 peer ranks. {expected}3"
     lines = ["process 0 of 4", *shuffled, "42", whole, "", "psum [8. 8.]"]
-    gloo = launcher._GlooFilter()
+    gloo = GlooFilter()
     assert [line for line in lines if not gloo.is_noise(line)] == [
         "process 0 of 4",
         "42",
@@ -338,7 +386,7 @@ def test_gloo_connection_messages_are_dropped_even_when_shuffled() -> None:
 
 def test_mpirun_chunks_are_put_back_together_per_rank() -> None:
     # mpirun tags chunks, not lines: rank 1's line is split around rank 2's.
-    chunks = launcher._MpiLines()
+    chunks = MpiLines()
     got = [
         *chunks.feed("[1,1]<stdout>:process 1 of 4[1,2]<stdout>:process 2 of 4"),
         *chunks.feed("[1,3]<stderr>:a warning"),
