@@ -17,18 +17,10 @@ import jax.numpy as jnp
 import jax.scipy as jsp
 import numpy as np
 
+from jaxcourse.bayes import VI_PRIOR_SCALE, chapter_data, log_joint
 from jaxcourse.exercises import Case, Exercise, Mistake, register
 
 CHAPTER = "03_vmap_bayesian"
-VI_PRIOR_SCALE = 10.0  # the chapter widens the prior for variational inference
-
-
-def log_joint(beta, all_x, y, prior_scale=1.0):
-    """Log prior + log likelihood of logistic regression, for ONE ``beta``."""
-    result = jnp.sum(jsp.stats.norm.logpdf(beta, loc=0.0, scale=prior_scale))
-    signs = 2 * y - 1
-    result = result + jnp.sum(-jax.nn.softplus(-signs * jnp.dot(all_x, beta)))
-    return result
 
 
 # --------------------------------------------------------------------------
@@ -81,16 +73,6 @@ def ascent_step(beta_loc, beta_log_scale, epsilon, all_x, y, step_size):
 # --------------------------------------------------------------------------
 # Checker specs
 # --------------------------------------------------------------------------
-
-
-def chapter_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.random.RandomState]:
-    """Chapter 3's data set: ``(true_beta, all_x, y, rng)`` from RandomState(10009)."""
-    rng = np.random.RandomState(10009)
-    true_beta = rng.randn(10).astype(np.float32)
-    all_x = rng.randn(100, 10).astype(np.float32)
-    probs = 1 / (1 + np.exp(-(all_x @ true_beta)))
-    y = (rng.rand(100) < probs).astype(np.int32)
-    return true_beta, all_x, y, rng
 
 
 def _chapter_betas(rng: np.random.Generator) -> tuple:

@@ -185,3 +185,124 @@ def test_explorer_keeps_the_last_runs(subset) -> None:
     for value in (0.02, 0.05, 0.2):
         explorer.learning_rate.value = value
     assert [r.learning_rate for r in explorer.runs] == [0.05, 0.2]
+
+
+# ---- one display base: the notice, the figures, the sliders, the labels ------------
+
+
+def _png_size(png: bytes) -> tuple[int, int]:
+    # The IHDR chunk: width and height as big-endian 32-bit integers.
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
+def test_panel_and_explorers_share_one_display_base(subset) -> None:
+    from jaxcourse.exercises.explorer_base import DISPLAY_CLASS, Display
+
+    panel = check_panel("mlp.relu", relu, run=False)
+    explorer = LearningRateExplorer(subset, steps=10, run=False)
+    for display in (panel, explorer):
+        assert isinstance(display, Display)
+        assert DISPLAY_CLASS in display.widget._dom_classes
+        assert display.notice in display.widget.children
+
+
+def test_kernel_gone_notice_is_hidden_until_the_front_end_disconnects() -> None:
+    from jaxcourse.exercises.explorer_base import NOTICE_CLASS
+    from jaxcourse.exercises.messages import message
+
+    panel = check_panel("mlp.relu", relu, run=False)
+    notice = panel.notice
+    # Hidden by an inline style everywhere; only the rule inside a notebook's
+    # output area, for a view marked disconnected, shows it.
+    assert notice.layout.display == "none" and NOTICE_CLASS in notice._dom_classes
+    assert message("kernel_gone", "en") in notice.value
+    assert ".jp-OutputArea .jc-display.jupyter-widgets-disconnected > " \
+        ".jc-kernel-gone{display:flex !important}" in notice.value
+    assert "pointer-events:none" in notice.value
+    # Just below the buttons, where the learner clicks.
+    children = panel.widget.children
+    assert children.index(notice) == 2 and panel.check_button in children[1].children
+
+
+def test_notice_speaks_the_panel_language() -> None:
+    from jaxcourse.exercises.explorer_base import notice_html
+
+    assert "核心（kernel）已重新啟動" in notice_html("zh-Hant")
+    assert "内核（kernel）已重新启动" in notice_html("zh-Hans")
+    with pytest.raises(ValueError, match="language"):
+        LearningRateExplorer(language="fr", run=False)
+
+
+def test_figures_are_drawn_for_their_css_width_at_twice_the_pixels(subset) -> None:
+    from jaxcourse.exercises.explorer_base import PIXEL_RATIO
+    from jaxcourse.exercises.explorers import FIGURE_PX
+
+    explorer = LearningRateExplorer(subset, steps=20)
+    width, height = _png_size(bytes(explorer.image.value))
+    assert (width, height) == (FIGURE_PX[0] * PIXEL_RATIO, FIGURE_PX[1] * PIXEL_RATIO)
+    # Shown exactly that wide (never stretched), shrinking only in a narrow output.
+    assert explorer.image.layout.width == f"{FIGURE_PX[0]}px"
+    assert explorer.image.layout.max_width == "100%"
+
+
+def test_show_figure_sets_the_width_from_the_figure() -> None:
+    from jaxcourse.exercises.explorer_base import figure, figure_image, show_figure
+
+    image = figure_image()
+    show_figure(image, figure(300, 120))
+    assert image.layout.width == "300px" and _png_size(bytes(image.value)) == (600, 240)
+    show_figure(image, None)
+    assert image.value == b"" and image.layout.display == "none"
+
+
+def test_sliders_give_every_step_room(subset) -> None:
+    from jaxcourse.exercises.explorer_base import STEP_PX
+
+    explorer = LearningRateExplorer(subset, run=False)
+    slider = explorer.learning_rate
+    steps = round((slider.max - slider.min) / slider.step)
+    assert steps == 16
+    width = int(slider.layout.width.removesuffix("px"))
+    label = int(slider.style.description_width.removesuffix("px"))
+    # What is left for the track once the label and the readout are placed.
+    assert width - label - 72 - 32 >= steps * STEP_PX >= 20 * steps
+
+
+def test_learning_rate_explorer_names_the_dataset(raw_root) -> None:
+    from jaxcourse.exercises.explorers import load_subset
+
+    data = load_subset(n_train=64, n_test=16)
+    assert data.dataset == "Fashion-MNIST"  # what conftest provisions
+    explorer = LearningRateExplorer(data, steps=10, run=False)
+    assert explorer.title().startswith("Fashion-MNIST: 64 training images")
+
+
+def test_synthetic_data_is_named_as_such(subset) -> None:
+    explorer = LearningRateExplorer(subset, steps=10, run=False, language="zh-Hant")
+    assert explorer.title().startswith("合成資料：256 張訓練影像")
+
+
+def test_explorer_labels_come_from_the_catalogue(subset) -> None:
+    from jaxcourse.exercises.messages import LANGUAGES, message
+
+    for language in LANGUAGES:
+        explorer = LearningRateExplorer(subset, steps=10, run=False,
+                                        language=language)
+        assert explorer.learning_rate.description == message("lr_learning_rate",
+                                                             language)
+        assert explorer.batch_size.description == message("batch_size", language)
+        assert explorer.clear_button.description == message("clear", language)
+        assert explorer.text() == message("lr_text", language, steps=10)
+    assert LearningRateExplorer(subset, steps=10, run=False,
+                                language="zh-Hans").text().startswith("学习率探索器")
+
+
+def test_grader_sentences_live_in_the_catalogue() -> None:
+    from jaxcourse.exercises import runner
+    from jaxcourse.exercises.messages import message
+
+    assert not hasattr(runner, "_TEXT")
+    assert runner.text("oom", "zh-Hant", mb=512, where="") == message(
+        "grading_oom", "zh-Hant", mb=512, where="")
+    assert runner.text("feedback_title", "fr", name="x") == "Feedback: x"
+    assert runner.text("exited", "zh-Hant", how="SIGKILL").endswith("行程（SIGKILL）")

@@ -6,8 +6,11 @@ and the Traditional-Chinese one of chapter 7). For each: open it, Run All, type
 a correct answer into the first exercise, run it and press Check (every test
 must pass), type a wrong answer and press Check (the panel must name the
 mistake), press Hint and Show solution (their text must appear), and move a
-slider of the explorer (its output must change). The browser console must stay
-free of errors. Screenshots go to tests/_artifacts/screenshots/lab__*.png. The
+slider of the explorer (its output must change). Then restart the kernel
+(Kernel → Restart Kernel…): the old panel must say, in place, that the kernel
+restarted, and a click on its Check button must send nothing (before, it
+raised "Uncaught Error: Cannot send" in the console). The browser console must
+stay free of errors. Screenshots go to tests/_artifacts/screenshots/lab__*.png. The
 server is shut down at the end, and no process it started may outlive it.
 """
 
@@ -37,6 +40,8 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
 RUN_ALL_S = 240.0
 CHECK_S = 60.0
+# Console entries that are not the course's: the favicon the server lacks.
+IGNORED = ("/favicon.ico ",)
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,7 @@ class Learner:
     buttons: tuple[str, str, str]  # Check, Hint, Show solution
     hint_header: str  # what the Hint button reveals first
     solution_words: str  # words of the reference the Show-solution button reveals
+    kernel_gone: str  # what an old panel says once its kernel has restarted
 
 
 LEARNERS = [
@@ -69,6 +75,7 @@ LEARNERS = [
         buttons=("Check", "Hint", "Show solution"),
         hint_header="Hint 1",
         solution_words="def batched_log_joint",
+        kernel_gone="The kernel restarted: run the cells above again.",
     ),
     Learner(
         notebook="07_zh_data_parallel_exercises.ipynb",
@@ -84,6 +91,7 @@ LEARNERS = [
         buttons=("檢查", "提示", "顯示解答"),
         hint_header="提示",
         solution_words="def global_normalize",
+        kernel_gone="核心（kernel）已重新啟動：請重新執行上面的儲存格。",
     ),
 ]
 
@@ -273,6 +281,20 @@ def _all_passed(text: str, summary: str) -> bool:
     return bool(counts) and counts[1] == counts[2]
 
 
+def _restart_kernel(driver: object) -> None:
+    """Kernel → Restart Kernel…, confirmed, as a learner does; wait until idle."""
+    from selenium.webdriver.common.by import By
+
+    _menu(driver, "Kernel", "Restart Kernel…")
+    confirm = wait_until(
+        lambda: [b for b in driver.find_elements(By.CSS_SELECTOR, ".jp-Dialog-button")
+                 if b.text.strip() == "Restart"], "no Restart button in the dialog", 10)
+    confirm[0].click()
+    wait_until(lambda: not driver.find_elements(By.CSS_SELECTOR, ".jp-Dialog"),
+               "the restart dialog stayed open", 10)
+    wait_until(lambda: _kernel_idle(driver), "the kernel did not restart", 90)
+
+
 def _click_and_read(driver: object, cell: object, label: str, wanted: str) -> str:
     """Click a panel's button; return its output once ``wanted`` appears in it."""
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", cell)
@@ -309,6 +331,7 @@ def _stop_kernels(lab: Lab) -> None:
 
 
 def _work_through(driver: object, lab: Lab, learner: Learner, shot: Path) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
@@ -396,6 +419,21 @@ def _work_through(driver: object, lab: Lab, learner: Learner, shot: Path) -> Non
     wait_until(lambda: not _busy(driver) and _kernel_idle(driver),
                "the explorer did not finish", CHECK_S)
     driver.save_screenshot(f"{shot}__explorer.png")
-
-    severe = severe_log_entries(driver, ignore=("/favicon.ico ",))
+    severe = severe_log_entries(driver, ignore=IGNORED)
     assert not severe, "browser errors:\n" + "\n".join(severe)
+
+    # The kernel restarts: the old panel says so where the learner looks, and
+    # its Check button, clicked where it stands, sends nothing to a dead comm.
+    _restart_kernel(driver)
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", panel)
+    gone = wait_until(lambda: learner.kernel_gone in (t := _output_text(panel)) and t,
+                      "the old panel never said that its kernel restarted", CHECK_S)
+    check_button = _button(panel, learner.buttons[0])
+    ActionChains(driver).move_to_element(check_button).click().perform()
+    # A click on a dead comm throws at once; give the console a moment to log it.
+    errors = wait_until(lambda: severe_log_entries(driver, ignore=IGNORED),
+                        "", 2, fail=False)
+    assert not errors, "clicking Check after the restart:\n" + "\n".join(errors)
+    assert _output_text(panel) == gone, "the old panel changed after the restart"
+    driver.execute_script("arguments[0].scrollIntoView({block: 'start'});", panel)
+    driver.save_screenshot(f"{shot}__restarted.png")

@@ -1,32 +1,182 @@
-"""What every explorer widget shares: a stable text form beside the live view.
+"""One display base for the check panel and every explorer.
 
-An explorer's live view (sliders, drawings) is an ipywidgets widget, whose
-model ids change on every run; nbval compares the ``text/plain`` form of a
-cell's output, so each explorer also gives a short text that depends on
-nothing random (no timings, no numbers that vary across CPUs).
+A display is an ipywidgets widget (``self.widget``) beside a plain-text form
+(:meth:`Display.text`). The widget's model ids change on every run, while
+nbval compares a cell's ``text/plain``, so each display also gives a short
+text that depends on nothing random (no timings, no numbers that vary
+across CPUs). What every display shares lives here, once:
+
+* **grading-mode deferral**: while a class's notebooks are graded
+  (:func:`jaxcourse.exercises.core.grading_mode`), nothing is computed and
+  the text form says the display is graded separately;
+* **the change-handler wiring**: :meth:`Display._on_change` runs one action
+  when a control's value changes or a button is clicked;
+* **the text/plain form** beside the live widget (``_repr_mimebundle_``);
+* **the kernel-gone notice**: after *Kernel → Restart* the front end marks
+  every old widget view ``jupyter-widgets-disconnected`` (ipywidgets 8), and
+  a button press would raise ``Error: Cannot send`` in the browser. A rule
+  shipped with each display shows, in place, "the kernel restarted: run the
+  cells above again" and makes the old controls inert, so nothing is sent.
+  The rule applies only in a notebook's output area (``.jp-OutputArea``,
+  JupyterLab and Notebook 7): the static book's widgets are marked the same
+  way, yet there was never a kernel to lose.
+
+Explorers draw matplotlib figures for the width they are shown at:
+:func:`figure` sizes a figure in CSS pixels (:data:`CSS_PX_PER_INCH`),
+:func:`png_bytes` renders it at :data:`PIXEL_RATIO` device pixels per CSS
+pixel (crisp on high-density screens), and :func:`figure_image` shows it at
+exactly that CSS width, never stretched. :func:`slider_style` gives a slider
+enough track for its steps.
 """
 
 from __future__ import annotations
 
+import html
 import io
+import math
+import unicodedata
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ipywidgets as widgets
 
-__all__ = ["Explorer", "png_bytes"]
+from .judging import grading_mode
+from .messages import message
+
+__all__ = [
+    "CSS_PX_PER_INCH",
+    "PIXEL_RATIO",
+    "STEP_PX",
+    "Display",
+    "Explorer",
+    "clear_button",
+    "controls_row",
+    "css_width",
+    "figure",
+    "figure_image",
+    "png_bytes",
+    "show_figure",
+    "slider_style",
+    "use_language_font",
+]
+
+#: CSS pixels per figure inch: a figure 7.2 inches wide is shown 720 px wide,
+#: and matplotlib's 10-point text is 14 CSS px, the size of the notebook's own.
+CSS_PX_PER_INCH = 100
+#: Device pixels per CSS pixel the figures are rendered for (2: high-density
+#: screens; on a plain screen the browser scales them down, still sharp).
+PIXEL_RATIO = 2
+#: Slider track per step, in CSS pixels: a drag of a few pixels moves one step.
+STEP_PX = 20
+_MIN_TRACK_PX, _MAX_TRACK_PX = 160, 640
+# Beside the track, in ipywidgets 8's CSS: the readout with its margins, and
+# the track's own margins and handle, which the handle cannot travel.
+_READOUT_PX, _TRACK_MARGIN_PX = 72, 32
+
+#: Class names the kernel-gone rule keys on (the notice, the whole display).
+DISPLAY_CLASS, NOTICE_CLASS = "jc-display", "jc-kernel-gone"
+_FAIL = "#cf222e"
+
+# ipywidgets 8 adds jupyter-widgets-disconnected to every view of a model whose
+# comm is gone (KernelWidgetManager.disconnect() on "restarting"); a style
+# element applies wherever it sits, even inside the hidden notice.
+_NOTICE_CSS = (
+    "<style>"
+    f".jp-OutputArea .{DISPLAY_CLASS}.jupyter-widgets-disconnected > .{NOTICE_CLASS}"
+    "{display:flex !important}"
+    # No click reaches an old control, so no message is sent on a dead comm.
+    f".jp-OutputArea .{DISPLAY_CLASS}.jupyter-widgets-disconnected "
+    ":is(.widget-button,.widget-slider,.widget-dropdown,.widget-text)"
+    "{pointer-events:none;opacity:0.5}"
+    # The notice says it in words; ipywidgets' broken-link icons would repeat it
+    # on every child.
+    f".jp-OutputArea .{DISPLAY_CLASS}.jupyter-widgets-disconnected::before,"
+    f".jp-OutputArea .{DISPLAY_CLASS} .jupyter-widgets-disconnected::before"
+    "{display:none}"
+    "</style>"
+)
 
 
-class Explorer:
-    """Base of the course's explorers: ``widget`` to show, ``text()`` to check.
+def notice_html(language: str) -> str:
+    """Return the kernel-gone notice: its style rules and its sentence."""
+    return (f"{_NOTICE_CSS}<b style='color:{_FAIL}'>⚠ "
+            f"{html.escape(message('kernel_gone', language))}</b>")
 
-    Subclasses set ``self.widget`` and implement :meth:`text`.
+
+class Display:
+    """Base of the check panel and the explorers: a live widget, a stable text.
+
+    A subclass builds its controls, wires them with :meth:`_on_change`, lays
+    them out with :meth:`_assemble` (which sets ``self.widget``), calls
+    :meth:`_start`, and implements :meth:`live_text`.
+
+    Parameters
+    ----------
+    language : {"en", "zh-Hant", "zh-Hans"}
+        Language of every label (see :mod:`jaxcourse.exercises.messages`).
+
+    Raises
+    ------
+    ValueError
+        For a language the catalogue does not have.
     """
 
-    widget: widgets.Widget
+    widget: widgets.VBox
+
+    def __init__(self, language: str = "en") -> None:
+        message("check", language)  # an unknown language fails here, clearly
+        self.language = language
+        # While a class is graded, displays compute nothing (no training, no
+        # drawing): the grader only needs the checks.
+        self.deferred = grading_mode()
+
+    def label(self, key: str, **values: object) -> str:
+        """Return the catalogue's text for ``key`` in this display's language."""
+        return message(key, self.language, **values)
+
+    def _on_change(self, action: Callable[[], object],
+                   *controls: widgets.Widget) -> None:
+        """Run ``action()`` when a control's value changes or a button is clicked."""
+        for control in controls:
+            if isinstance(control, widgets.Button):
+                control.on_click(lambda _button: action())
+            else:
+                control.observe(lambda _change: action(), names="value")
+
+    def _assemble(self, head: Sequence[widgets.Widget],
+                  body: Sequence[widgets.Widget] = ()) -> widgets.VBox:
+        """Set ``self.widget``: ``head``, the kernel-gone notice, then ``body``.
+
+        The notice is hidden (an inline ``display: none``) unless the
+        front end marks the display disconnected; where no rule applies (a
+        front end without JupyterLab's classes) it simply stays hidden.
+        """
+        notice = widgets.HTML(notice_html(self.language),
+                              layout=widgets.Layout(display="none"))
+        notice.add_class(NOTICE_CLASS)
+        self.notice = notice
+        self.widget = widgets.VBox([*head, notice, *body])
+        self.widget.add_class(DISPLAY_CLASS)
+        return self.widget
+
+    def _start(self, run: bool, action: Callable[[], object]) -> None:
+        """Run ``action()`` now if asked to, unless grading defers it."""
+        if run and not self.deferred:
+            action()
+
+    def deferred_id(self) -> str:
+        """Name the display in its text form while grading defers it."""
+        return self.label("explorer")
+
+    def live_text(self) -> str:
+        """Return the deterministic plain-text form of the live display."""
+        raise NotImplementedError
 
     def text(self) -> str:
-        """Return the deterministic plain-text form of the explorer."""
-        raise NotImplementedError
+        """Return the plain-text form: :meth:`live_text`, or the deferral note."""
+        if self.deferred:
+            return message("summary_deferred", self.language, id=self.deferred_id())
+        return self.live_text()
 
     def __repr__(self) -> str:
         return self.text()
@@ -39,8 +189,119 @@ class Explorer:
         return data
 
 
-def png_bytes(figure: Any) -> bytes:
-    """Render a matplotlib ``Figure`` to PNG bytes for an ``ipywidgets.Image``."""
+class Explorer(Display):
+    """Base of the course's explorers (controls that redraw a figure or a table)."""
+
+
+# ---- figures drawn for the width they are shown at --------------------------------
+
+
+def use_language_font(language: str) -> None:
+    """Let matplotlib draw the labels of ``language`` (a CJK font for Chinese)."""
+    if language == "en":
+        return
+    from jaxcourse.plotting import CJK_FONTS, CJK_FONTS_SC, use_cjk_font
+
+    if language == "zh-Hans":
+        use_cjk_font(CJK_FONTS_SC, script="SC")
+    else:
+        use_cjk_font(CJK_FONTS)
+
+
+def figure(width_px: int, height_px: int, language: str = "en") -> Any:
+    """Return a matplotlib ``Figure`` of ``width_px`` × ``height_px`` CSS pixels.
+
+    Its layout is constrained (labels fit inside), and a language other than
+    English gets a font that can draw it. No pyplot state is involved, so
+    nothing is shown twice in a notebook.
+    """
+    from matplotlib.figure import Figure
+
+    use_language_font(language)
+    return Figure(figsize=(width_px / CSS_PX_PER_INCH, height_px / CSS_PX_PER_INCH),
+                  dpi=CSS_PX_PER_INCH, layout="constrained")
+
+
+def css_width(fig: Any) -> int:
+    """Return the CSS width, in pixels, a figure is drawn for."""
+    return round(fig.get_figwidth() * CSS_PX_PER_INCH)
+
+
+def png_bytes(fig: Any) -> bytes:
+    """Render a ``Figure`` to PNG at :data:`PIXEL_RATIO` pixels per CSS pixel."""
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
+    fig.savefig(buffer, format="png", dpi=CSS_PX_PER_INCH * PIXEL_RATIO)
     return buffer.getvalue()
+
+
+def figure_image(width_px: int | None = None) -> widgets.Image:
+    """Return an ``Image`` widget shown ``width_px`` CSS pixels wide.
+
+    Without a width, a box stretches the image to its own width (a 576 px
+    PNG drawn 950 px wide, its text soft); ``max_width`` lets it shrink, with
+    its aspect ratio, in a narrower output. With ``width_px`` None the width
+    is set by :func:`show_figure`, from the figure.
+    """
+    return widgets.Image(format="png", layout=widgets.Layout(
+        width=None if width_px is None else f"{width_px}px", max_width="100%",
+        height="auto"))
+
+
+def show_figure(image: widgets.Image, fig: Any | None) -> None:
+    """Show ``fig`` in ``image`` at the CSS width it was drawn for.
+
+    ``None`` empties the image and hides it (no broken-image icon).
+    """
+    if fig is None:
+        image.value = b""
+        image.layout.display = "none"
+        return
+    image.value = png_bytes(fig)
+    image.layout.width = f"{css_width(fig)}px"
+    image.layout.display = None
+
+
+# ---- controls ---------------------------------------------------------------------
+
+
+def _text_px(text: str) -> int:
+    """Estimate a label's width in CSS pixels (13 px text; CJK glyphs are square)."""
+    wide = sum(unicodedata.east_asian_width(c) in "WF" for c in text)
+    return math.ceil(wide * 14 + (len(text) - wide) * 7.5) + 12
+
+
+def slider_style(description: str, steps: int) -> dict[str, Any]:
+    """Keyword arguments that give a slider ``STEP_PX`` of track per step.
+
+    Parameters
+    ----------
+    description : str
+        The slider's label (its width is measured for the layout).
+    steps : int
+        Number of steps between the slider's ends.
+
+    Returns
+    -------
+    dict
+        ``description``, ``style`` and ``layout`` for an ipywidgets slider;
+        the track is at least 160 px and at most 640 px wide.
+    """
+    label_px = _text_px(description)
+    track = min(max(steps * STEP_PX, _MIN_TRACK_PX), _MAX_TRACK_PX)
+    width = label_px + track + _TRACK_MARGIN_PX + _READOUT_PX
+    return {
+        "description": description,
+        "style": {"description_width": f"{label_px}px"},
+        "layout": widgets.Layout(width=f"{width}px"),
+    }
+
+
+def clear_button(language: str) -> widgets.Button:
+    """Return an explorer's Clear button, as wide as its label."""
+    return widgets.Button(description=message("clear", language),
+                          layout=widgets.Layout(width="auto"))
+
+
+def controls_row(*controls: widgets.Widget) -> widgets.HBox:
+    """Put controls side by side, wrapping onto a new line in a narrow output."""
+    return widgets.HBox(list(controls), layout=widgets.Layout(flex_flow="row wrap"))

@@ -3,9 +3,11 @@
 :class:`LearningRateExplorer` retrains chapter 1's MLP (:mod:`jaxcourse.mlp`)
 for a few hundred SGD steps on a subset of the training set whenever the
 learning rate or the batch size changes, and redraws the loss curves of the
-last few runs, so their effect can be seen side by side. The work is done by
-plain functions (:func:`load_subset`, :func:`train_curve`, :func:`plot_runs`);
-the widget only wires the sliders to them.
+last few runs, so their effect can be seen side by side, under a title that
+names the dataset in use (MNIST or Fashion-MNIST, whichever
+:mod:`jaxcourse.data` provisioned). The work is done by plain functions
+(:func:`load_subset`, :func:`train_curve`, :func:`plot_runs`); the widget only
+wires the sliders to them.
 """
 
 from __future__ import annotations
@@ -20,9 +22,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..mlp import loss
-from .core import grading_mode
-from .explorer_base import Explorer, png_bytes
+from ..mlp import batched_predict, init_params, loss
+from .explorer_base import (
+    Explorer,
+    clear_button,
+    controls_row,
+    figure,
+    figure_image,
+    png_bytes,
+    slider_style,
+)
 from .messages import message
 
 __all__ = [
@@ -46,6 +55,8 @@ class Subset:
     train_labels: np.ndarray  # (n,) int
     test_images: np.ndarray
     test_labels: np.ndarray
+    #: The dataset's name for people ("Fashion-MNIST"); "" for synthetic data.
+    dataset: str = ""
 
 
 @dataclass(frozen=True)
@@ -59,23 +70,33 @@ class Run:
 
     @property
     def label(self) -> str:
-        """Legend text."""
-        return (f"lr={self.learning_rate:.3g}, batch={self.batch_size}: "
-                f"test acc {self.test_accuracy:.2f}")
+        """Legend text, in English."""
+        return self.describe()
+
+    def describe(self, language: str = "en") -> str:
+        """Return the legend text in ``language``."""
+        return message("lr_run", language, lr=self.learning_rate,
+                       batch=self.batch_size, accuracy=self.test_accuracy)
 
 
 def load_subset(n_train: int = 4096, n_test: int = 1024) -> Subset:
-    """Load the first examples of the course's dataset, scaled to [0, 1]."""
+    """Load the first examples of the course's dataset, scaled to [0, 1].
+
+    The subset carries the provisioned dataset's name (MNIST or
+    Fashion-MNIST), which the explorer shows.
+    """
     from jaxcourse import data
 
-    train_x, train_y = data.load_numpy("train")
-    test_x, test_y = data.load_numpy("test")
+    info = data.require()
+    train_x, train_y = data.load_numpy("train", info.name)
+    test_x, test_y = data.load_numpy("test", info.name)
 
     def prep(x: np.ndarray) -> np.ndarray:
         return (x.reshape(len(x), -1) / 255.0).astype(np.float32)
 
     return Subset(prep(train_x[:n_train]), train_y[:n_train].astype(np.int32),
-                  prep(test_x[:n_test]), test_y[:n_test].astype(np.int32))
+                  prep(test_x[:n_test]), test_y[:n_test].astype(np.int32),
+                  dataset=info.title)
 
 
 def synthetic_subset(n_train: int = 512, n_test: int = 128, seed: int = 0) -> Subset:
@@ -116,8 +137,6 @@ def train_curve(
     One compiled ``lax.scan`` runs all the steps, so a retrain costs about a
     second on two CPU cores (the first one per batch size also compiles).
     """
-    from solutions.mlp import batched_predict, init_params
-
     params = init_params([subset.train_images.shape[1], hidden, 10],
                          jax.random.key(seed), scale=0.1)
     targets = jax.nn.one_hot(subset.train_labels, 10)
@@ -129,22 +148,36 @@ def train_curve(
     return Run(float(learning_rate), int(batch_size), np.asarray(losses), accuracy)
 
 
-def plot_runs(runs: list[Run], language: str = "en") -> bytes:
-    """Draw the runs' loss curves (the newest bold) and return a PNG."""
-    from matplotlib.figure import Figure
+#: The figure's size in CSS pixels (drawn at twice that many device pixels).
+FIGURE_PX = (720, 360)
 
-    figure = Figure(figsize=(6.4, 3.4), dpi=90, layout="constrained")
-    axes = figure.subplots()
+
+def plot_runs(runs: list[Run], language: str = "en", title: str = "") -> bytes:
+    """Draw the runs' loss curves (the newest bold) and return a PNG.
+
+    Parameters
+    ----------
+    runs : list of Run
+        Oldest first.
+    language : {"en", "zh-Hant", "zh-Hans"}
+        Language of the labels.
+    title : str
+        Above the axes: which data the runs trained on.
+    """
+    fig = figure(*FIGURE_PX, language)
+    axes = fig.subplots()
     for i, run in enumerate(runs):
         newest = i == len(runs) - 1
         axes.plot(run.losses, lw=2.0 if newest else 1.0,
-                  alpha=1.0 if newest else 0.45, label=run.label)
-    axes.set_xlabel("SGD step" if language == "en" else "SGD 步數")
-    axes.set_ylabel("training loss" if language == "en" else "訓練損失")
+                  alpha=1.0 if newest else 0.45, label=run.describe(language))
+    axes.set_xlabel(message("sgd_step", language))
+    axes.set_ylabel(message("lr_training_loss", language))
     axes.set_yscale("log")
+    if title:
+        axes.set_title(title, fontsize=10)
     if runs:
         axes.legend(fontsize=8)
-    return png_bytes(figure)
+    return png_bytes(fig)
 
 
 class LearningRateExplorer(Explorer):
@@ -158,7 +191,7 @@ class LearningRateExplorer(Explorer):
         SGD steps per retrain.
     keep : int
         How many runs stay on the plot.
-    language : {"en", "zh-Hant"}
+    language : {"en", "zh-Hant", "zh-Hans"}
         Language of the labels.
     run : bool
         Train once right away with the initial settings.
@@ -166,40 +199,40 @@ class LearningRateExplorer(Explorer):
 
     def __init__(self, subset: Subset | None = None, *, steps: int = 300,
                  keep: int = 4, language: str = "en", run: bool = True) -> None:
-        self.deferred = grading_mode()
+        super().__init__(language)
         self.subset = subset
         self.steps = steps
         self.keep = keep
-        self.language = language
         self.runs: list[Run] = []
-        zh = language == "zh-Hant"
+        # 10^-3 to 10^1 in quarter decades: 16 steps, each STEP_PX wide.
         self.learning_rate = widgets.FloatLogSlider(
-            value=0.1, base=10, min=-3, max=1, step=0.25,
-            description="學習率" if zh else "learning rate",
-            continuous_update=False, readout_format=".3g",
-            style={"description_width": "initial"},
+            value=0.1, base=10, min=-3, max=1, step=0.25, continuous_update=False,
+            readout_format=".3g",
+            **slider_style(self.label("lr_learning_rate"), 16),
         )
         self.batch_size = widgets.SelectionSlider(
-            options=BATCH_SIZES, value=128,
-            description="批次大小" if zh else "batch size",
-            continuous_update=False, style={"description_width": "initial"},
+            options=BATCH_SIZES, value=128, continuous_update=False,
+            **slider_style(self.label("batch_size"), len(BATCH_SIZES) - 1),
         )
-        self.clear_button = widgets.Button(description="清除" if zh else "Clear")
-        self.image = widgets.Image(format="png")
+        self.clear_button = clear_button(self.language)
+        self.image = figure_image(FIGURE_PX[0])
         self.status = widgets.HTML()
-        self.learning_rate.observe(self._on_change, names="value")
-        self.batch_size.observe(self._on_change, names="value")
-        self.clear_button.on_click(lambda _: self.clear())
-        self.widget = widgets.VBox([
-            widgets.HBox([self.learning_rate, self.batch_size, self.clear_button]),
-            self.image,
-            self.status,
-        ])
-        if run and not self.deferred:
-            self.retrain()
+        self._on_change(self.retrain, self.learning_rate, self.batch_size)
+        self._on_change(self.clear, self.clear_button)
+        self._assemble(
+            [controls_row(self.learning_rate, self.batch_size, self.clear_button)],
+            [self.image, self.status],
+        )
+        self._start(run, self.retrain)
 
-    def _on_change(self, change: dict) -> None:
-        self.retrain()
+    def title(self) -> str:
+        """Say which data the runs train on: the dataset and how many images."""
+        if self.subset is None:
+            return ""
+        return self.label(
+            "lr_title",
+            dataset=self.subset.dataset or self.label("synthetic_data"),
+            train=len(self.subset.train_labels), test=len(self.subset.test_labels))
 
     def retrain(self) -> Run:
         """Train with the sliders' values, keep the run, redraw (slider callback)."""
@@ -208,23 +241,21 @@ class LearningRateExplorer(Explorer):
         run = train_curve(self.subset, self.learning_rate.value,
                           self.batch_size.value, steps=self.steps)
         self.runs = (self.runs + [run])[-self.keep:]
-        self.image.value = plot_runs(self.runs, self.language)
-        self.status.value = html.escape(run.label)
+        self._redraw()
+        self.status.value = html.escape(run.describe(self.language))
         return run
+
+    def _redraw(self) -> None:
+        self.image.value = plot_runs(self.runs, self.language, self.title())
 
     def clear(self) -> None:
         """Forget the earlier runs, keeping only the newest (the Clear button)."""
         self.runs = self.runs[-1:]
-        self.image.value = plot_runs(self.runs, self.language)
+        self._redraw()
 
-    def text(self) -> str:
+    def live_text(self) -> str:
         """Deterministic plain-text form (no numbers that vary across CPUs)."""
-        if self.deferred:
-            return message("summary_deferred", self.language, id="explorer")
-        if self.language == "zh-Hant":
-            return f"學習率探索器：每次訓練 {self.steps} 步 SGD；移動滑桿即重新訓練。"
-        return (f"Learning-rate explorer: {self.steps} SGD steps per run; move a "
-                "slider to retrain.")
+        return self.label("lr_text", steps=self.steps)
 
 
 def learning_rate_explorer(subset: Subset | None = None, steps: int = 300,

@@ -8,9 +8,9 @@ runs and, for the newest run, the fitted means with their ±2σ bars next to
 the true coefficients.
 
 The work is done by plain functions (:func:`fit_elbo`, :func:`plot_fits`);
-the widget only wires the sliders to them. The ELBO and its gradient are the
-reference ``elbo_value_and_grad`` of ``solutions.bayes``, so the explorer
-works before the exercises are done.
+the widget only wires the sliders to them. The ELBO is the course's own
+(:func:`jaxcourse.bayes.elbo`), not the learner's, so the explorer works
+before the exercises are done.
 """
 
 from __future__ import annotations
@@ -25,8 +25,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .core import grading_mode
-from .explorer_base import Explorer, png_bytes
+from ..bayes import chapter_data, elbo
+from .explorer_base import (
+    Explorer,
+    clear_button,
+    controls_row,
+    figure,
+    figure_image,
+    png_bytes,
+    slider_style,
+)
 from .messages import message
 
 __all__ = [
@@ -58,23 +66,25 @@ class ElboFit:
 
     @property
     def label(self) -> str:
-        """Legend text."""
-        return (f"{self.num_samples} samples, step {self.step_size:.3g}: "
-                f"final ELBO ≈ {self.plateau:.1f}")
+        """Legend text, in English."""
+        return self.describe()
+
+    def describe(self, language: str = "en") -> str:
+        """Return the legend text in ``language``."""
+        return message("elbo_fit", language, samples=self.num_samples,
+                       step=self.step_size, elbo=self.plateau)
 
 
 @functools.partial(jax.jit, static_argnames=("num_samples", "steps"))
 def _ascend(key: jax.Array, all_x: jax.Array, y: jax.Array, step_size: float,
             num_samples: int, steps: int) -> tuple[Any, jax.Array]:
-    from solutions.bayes import elbo_value_and_grad
-
     features = all_x.shape[1]
 
     def step(state: tuple, key: jax.Array) -> tuple[tuple, jax.Array]:
         loc, log_scale = state
         epsilon = jax.random.normal(key, (num_samples, features))
-        value, (loc_grad, log_scale_grad) = elbo_value_and_grad(
-            loc, log_scale, epsilon, all_x, y)
+        value, (loc_grad, log_scale_grad) = jax.value_and_grad(
+            elbo, argnums=(0, 1))(loc, log_scale, epsilon, all_x, y)
         # Ascent: the ELBO is maximized.
         return (loc + step_size * loc_grad,
                 log_scale + step_size * log_scale_grad), value
@@ -97,39 +107,54 @@ def fit_elbo(all_x: np.ndarray, y: np.ndarray, num_samples: int, step_size: floa
                    np.asarray(loc), np.exp(np.asarray(log_scale)))
 
 
-def plot_fits(fits: list[ElboFit], true_beta: np.ndarray,
-              language: str = "en") -> bytes:
-    """Draw the ELBO curves (newest bold) and the newest posterior; return a PNG."""
-    from matplotlib.figure import Figure
+#: The figure's size in CSS pixels (drawn at twice that many device pixels).
+FIGURE_PX = (760, 320)
 
-    zh = language == "zh-Hant"
-    figure = Figure(figsize=(9.6, 3.4), dpi=90, layout="constrained")
-    curves, posterior = figure.subplots(1, 2, width_ratios=(3, 2))
+
+def plot_fits(fits: list[ElboFit], true_beta: np.ndarray,
+              language: str = "en", title: str = "") -> bytes:
+    """Draw the ELBO curves (newest bold) and the newest posterior; return a PNG.
+
+    Parameters
+    ----------
+    fits : list of ElboFit
+        Oldest first.
+    true_beta : numpy.ndarray
+        The coefficients the data was drawn with.
+    language : {"en", "zh-Hant", "zh-Hans"}
+        Language of the labels.
+    title : str
+        Above the figure: which data was fitted.
+    """
+    fig = figure(*FIGURE_PX, language)
+    curves, posterior = fig.subplots(1, 2, width_ratios=(3, 2))
     finite = [f.elbos[np.isfinite(f.elbos)] for f in fits]
     for i, fit in enumerate(fits):
         newest = i == len(fits) - 1
         curves.plot(fit.elbos, lw=1.6 if newest else 0.8,
-                    alpha=1.0 if newest else 0.45, label=fit.label)
+                    alpha=1.0 if newest else 0.45, label=fit.describe(language))
     values = np.concatenate(finite) if finite else np.zeros(0)
     if values.size:
         top = float(values.max()) + 10
         # Diverging runs reach huge negative values: keep the plateaus readable.
         curves.set_ylim(max(float(values.min()), top - 200) - 5, top)
-    curves.set_xlabel("SGD 步數" if zh else "SGD step")
-    curves.set_ylabel("ELBO（蒙地卡羅估計）" if zh else "ELBO (Monte Carlo estimate)")
+    curves.set_xlabel(message("sgd_step", language))
+    curves.set_ylabel(message("elbo_estimate", language))
     curves.grid(alpha=0.3)
+    if title:
+        fig.suptitle(title, fontsize=10)
     if fits:
         curves.legend(fontsize=7, loc="lower right")
         fit = fits[-1]
         index = np.arange(len(true_beta))
         posterior.errorbar(index, fit.beta_loc, yerr=2 * fit.beta_scale, fmt="o",
-                           capsize=3, label="平均 ± 2σ" if zh else "mean ± 2σ")
+                           capsize=3, label=message("elbo_mean", language))
         posterior.plot(index, true_beta, "rx", mew=2,
-                       label="真實 β" if zh else "true β")
+                       label=message("elbo_true_beta", language))
         posterior.set_xticks(index)
-        posterior.set_xlabel("係數 j" if zh else "coefficient j")
+        posterior.set_xlabel(message("elbo_coefficient", language))
         posterior.legend(fontsize=7)
-    return png_bytes(figure)
+    return png_bytes(fig)
 
 
 class ElboExplorer(Explorer):
@@ -141,7 +166,7 @@ class ElboExplorer(Explorer):
         SGD steps per refit.
     keep : int
         How many runs stay on the plot.
-    language : {"en", "zh-Hant"}
+    language : {"en", "zh-Hant", "zh-Hans"}
         Language of the labels.
     run : bool
         Fit once right away with the chapter's settings (128 samples, 0.01).
@@ -149,64 +174,57 @@ class ElboExplorer(Explorer):
 
     def __init__(self, *, steps: int = 300, keep: int = 4, language: str = "en",
                  run: bool = True) -> None:
-        from solutions.bayes import chapter_data
-
-        self.deferred = grading_mode()
+        super().__init__(language)
         self.true_beta, self.all_x, self.y, _ = chapter_data()
         self.steps = steps
         self.keep = keep
-        self.language = language
         self.fits: list[ElboFit] = []
-        zh = language == "zh-Hant"
         self.num_samples = widgets.SelectionSlider(
-            options=SAMPLE_COUNTS, value=128,
-            description="每步樣本數" if zh else "samples per step",
-            continuous_update=False, style={"description_width": "initial"},
+            options=SAMPLE_COUNTS, value=128, continuous_update=False,
+            **slider_style(self.label("elbo_samples"), len(SAMPLE_COUNTS) - 1),
         )
+        # 10^-4 to 10^-1 in quarter decades: 12 steps.
         self.step_size = widgets.FloatLogSlider(
-            value=0.01, base=10, min=-4, max=-1, step=0.25,
-            description="步長" if zh else "step size", continuous_update=False,
-            readout_format=".3g", style={"description_width": "initial"},
+            value=0.01, base=10, min=-4, max=-1, step=0.25, continuous_update=False,
+            readout_format=".3g", **slider_style(self.label("elbo_step_size"), 12),
         )
-        self.clear_button = widgets.Button(description="清除" if zh else "Clear")
-        self.image = widgets.Image(format="png")
+        self.clear_button = clear_button(self.language)
+        self.image = figure_image(FIGURE_PX[0])
         self.status = widgets.HTML()
-        self.num_samples.observe(self._on_change, names="value")
-        self.step_size.observe(self._on_change, names="value")
-        self.clear_button.on_click(lambda _: self.clear())
-        self.widget = widgets.VBox([
-            widgets.HBox([self.num_samples, self.step_size, self.clear_button]),
-            self.image,
-            self.status,
-        ])
-        if run and not self.deferred:
-            self.refit()
+        self._on_change(self.refit, self.num_samples, self.step_size)
+        self._on_change(self.clear, self.clear_button)
+        self._assemble(
+            [controls_row(self.num_samples, self.step_size, self.clear_button)],
+            [self.image, self.status],
+        )
+        self._start(run, self.refit)
 
-    def _on_change(self, change: dict) -> None:
-        self.refit()
+    def title(self) -> str:
+        """Say which data is fitted: the chapter's simulated points."""
+        return self.label("elbo_title", points=len(self.y),
+                          features=self.all_x.shape[1])
 
     def refit(self) -> ElboFit:
         """Fit with the sliders' values, keep the run, redraw (slider callback)."""
         fit = fit_elbo(self.all_x, self.y, self.num_samples.value,
                        self.step_size.value, steps=self.steps)
         self.fits = (self.fits + [fit])[-self.keep:]
-        self.image.value = plot_fits(self.fits, self.true_beta, self.language)
-        self.status.value = html.escape(fit.label)
+        self._redraw()
+        self.status.value = html.escape(fit.describe(self.language))
         return fit
+
+    def _redraw(self) -> None:
+        self.image.value = plot_fits(self.fits, self.true_beta, self.language,
+                                     self.title())
 
     def clear(self) -> None:
         """Forget the earlier runs, keeping only the newest (the Clear button)."""
         self.fits = self.fits[-1:]
-        self.image.value = plot_fits(self.fits, self.true_beta, self.language)
+        self._redraw()
 
-    def text(self) -> str:
+    def live_text(self) -> str:
         """Deterministic plain-text form (no numbers that vary across CPUs)."""
-        if self.deferred:
-            return message("summary_deferred", self.language, id="explorer")
-        if self.language == "zh-Hant":
-            return f"ELBO 探索器：每次擬合 {self.steps} 步 SGD；移動滑桿即重新擬合。"
-        return (f"ELBO explorer: {self.steps} SGD steps per fit; move a slider to "
-                "refit.")
+        return self.label("elbo_text", steps=self.steps)
 
 
 def elbo_explorer(steps: int = 300, language: str = "en") -> ElboExplorer:

@@ -10,10 +10,11 @@ second against batch size for every size measured so far:
   ``BatchSampler`` hands the dataset a whole list of indices, fetched with one
   fancy index.
 
-The work is done by plain functions (:func:`time_loaders`,
-:func:`plot_timings`); the widget only wires the slider to them. The
-reference ``numpy_collate`` and ``flatten_and_cast`` of ``solutions.torch_data``
-are used, so the explorer works before the exercises are done.
+The figure's title names the dataset in use. The work is done by plain
+functions (:func:`time_loaders`, :func:`plot_timings`); the widget only wires
+the slider to them. The per-sample loader uses the explorer's own transform
+and collate function (:func:`_flat_floats`, :func:`_stack_pairs`), not the
+learner's, so the explorer works before the exercises are done.
 """
 
 from __future__ import annotations
@@ -27,8 +28,15 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 
-from .core import grading_mode
-from .explorer_base import Explorer, png_bytes
+from .explorer_base import (
+    Explorer,
+    clear_button,
+    controls_row,
+    figure,
+    figure_image,
+    png_bytes,
+    slider_style,
+)
 from .messages import message
 
 __all__ = [
@@ -61,11 +69,15 @@ class LoaderTiming:
 
     @property
     def label(self) -> str:
-        """Status text."""
-        return (f"batch size {self.batch_size}: per-sample "
-                f"{self.num_examples / self.per_sample:,.0f} examples/s, batched "
-                f"{self.num_examples / self.batched:,.0f} examples/s "
-                f"({self.speedup:.0f}x)")
+        """Status text, in English."""
+        return self.describe()
+
+    def describe(self, language: str = "en") -> str:
+        """Return the status text in ``language``."""
+        return message("loader_timing", language, batch=self.batch_size,
+                       per_sample=self.num_examples / self.per_sample,
+                       batched=self.num_examples / self.batched,
+                       speedup=self.speedup)
 
 
 class PerSampleDataset:
@@ -111,6 +123,17 @@ class ArrayDataset:
         return self.images[indices], self.labels[indices]
 
 
+def _flat_floats(picture: Any) -> np.ndarray:
+    # The per-sample transform: one PIL image to a flat float32 vector.
+    return np.ravel(np.asarray(picture, dtype=np.float32))
+
+
+def _stack_pairs(batch: list[tuple[np.ndarray, int]]) -> tuple[np.ndarray, np.ndarray]:
+    # The per-sample collate: (image, label) pairs to a batch of each.
+    images, labels = zip(*batch, strict=True)
+    return np.stack(images), np.asarray(labels)
+
+
 def _keep(batch: Any) -> Any:
     return batch
 
@@ -144,10 +167,8 @@ def time_loaders(images: np.ndarray, labels: np.ndarray,
     """
     from torch.utils.data import BatchSampler, DataLoader, SequentialSampler
 
-    from solutions.torch_data import flatten_and_cast, numpy_collate
-
-    per_sample = DataLoader(PerSampleDataset(images, labels, flatten_and_cast),
-                            batch_size=batch_size, collate_fn=numpy_collate)
+    per_sample = DataLoader(PerSampleDataset(images, labels, _flat_floats),
+                            batch_size=batch_size, collate_fn=_stack_pairs)
     flat = ArrayDataset(images.reshape(len(images), -1).astype(np.float32), labels)
     batched = DataLoader(
         flat,
@@ -160,36 +181,49 @@ def time_loaders(images: np.ndarray, labels: np.ndarray,
                         _one_pass(batched))
 
 
-def plot_timings(timings: list[LoaderTiming], newest: int | None = None,
-                 language: str = "en") -> bytes:
-    """Draw examples per second against batch size for both loaders; return a PNG."""
-    from matplotlib.figure import Figure
+#: The figure's size in CSS pixels (drawn at twice that many device pixels).
+FIGURE_PX = (720, 360)
 
-    zh = language == "zh-Hant"
-    figure = Figure(figsize=(6.4, 3.4), dpi=90, layout="constrained")
-    axes = figure.subplots()
+
+def plot_timings(timings: list[LoaderTiming], newest: int | None = None,
+                 language: str = "en", title: str = "") -> bytes:
+    """Draw examples per second against batch size for both loaders; return a PNG.
+
+    Parameters
+    ----------
+    timings : list of LoaderTiming
+        One per batch size measured.
+    newest : int, optional
+        The batch size measured last, circled.
+    language : {"en", "zh-Hant", "zh-Hans"}
+        Language of the labels.
+    title : str
+        Above the axes: which data was loaded.
+    """
+    fig = figure(*FIGURE_PX, language)
+    axes = fig.subplots()
     ordered = sorted(timings, key=lambda t: t.batch_size)
     sizes = [t.batch_size for t in ordered]
-    for attribute, name, colour in (
-        ("per_sample", "逐筆轉換 + numpy_collate" if zh else
-         "per-sample transform + numpy_collate", "tab:orange"),
-        ("batched", "整批陣列 + BatchSampler" if zh else
-         "whole arrays + BatchSampler", "tab:blue"),
+    for attribute, key, colour in (
+        ("per_sample", "loader_per_sample", "tab:orange"),
+        ("batched", "loader_batched", "tab:blue"),
     ):
         rates = [t.num_examples / getattr(t, attribute) for t in ordered]
-        axes.plot(sizes, rates, "o-", color=colour, label=name)
+        axes.plot(sizes, rates, "o-", color=colour, label=message(key, language))
         if newest is not None and newest in sizes:
             i = sizes.index(newest)
             axes.plot([newest], [rates[i]], "o", color=colour, markersize=11,
                       markerfacecolor="none", markeredgewidth=2)
     axes.set_xscale("log", base=2)
     axes.set_yscale("log")
-    axes.set_xlabel("批次大小" if zh else "batch size")
-    axes.set_ylabel("每秒筆數" if zh else "examples per second")
+    axes.set_xlabel(message("batch_size", language))
+    axes.set_ylabel(message("loader_rate", language))
     axes.grid(alpha=0.3, which="both")
+    if title:
+        axes.set_title(title, fontsize=10)
     if ordered:
         axes.legend(fontsize=8)
-    return png_bytes(figure)
+    return png_bytes(fig)
 
 
 class LoaderExplorer(Explorer):
@@ -200,40 +234,39 @@ class LoaderExplorer(Explorer):
     images, labels : numpy.ndarray
         ``(n, height, width)`` uint8 images and their labels; each
         measurement reads all of them once with each loader.
-    language : {"en", "zh-Hant"}
+    dataset : str
+        The images' dataset, named in the figure's title ("" for other data).
+    language : {"en", "zh-Hant", "zh-Hans"}
         Language of the labels.
     run : bool
         Measure once right away at the initial batch size (128).
     """
 
-    def __init__(self, images: np.ndarray, labels: np.ndarray, *,
+    def __init__(self, images: np.ndarray, labels: np.ndarray, *, dataset: str = "",
                  language: str = "en", run: bool = True) -> None:
-        self.deferred = grading_mode()
+        super().__init__(language)
         self.images = images
         self.labels = labels
-        self.language = language
+        self.dataset = dataset
         self.timings: list[LoaderTiming] = []
-        zh = language == "zh-Hant"
         self.batch_size = widgets.SelectionSlider(
-            options=BATCH_SIZES, value=128,
-            description="批次大小" if zh else "batch size",
-            continuous_update=False, style={"description_width": "initial"},
+            options=BATCH_SIZES, value=128, continuous_update=False,
+            **slider_style(self.label("batch_size"), len(BATCH_SIZES) - 1),
         )
-        self.clear_button = widgets.Button(description="清除" if zh else "Clear")
-        self.image = widgets.Image(format="png")
+        self.clear_button = clear_button(self.language)
+        self.image = figure_image(FIGURE_PX[0])
         self.status = widgets.HTML()
-        self.batch_size.observe(self._on_change, names="value")
-        self.clear_button.on_click(lambda _: self.clear())
-        self.widget = widgets.VBox([
-            widgets.HBox([self.batch_size, self.clear_button]),
-            self.image,
-            self.status,
-        ])
-        if run and not self.deferred:
-            self.measure()
+        self._on_change(self.measure, self.batch_size)
+        self._on_change(self.clear, self.clear_button)
+        self._assemble([controls_row(self.batch_size, self.clear_button)],
+                       [self.image, self.status])
+        self._start(run, self.measure)
 
-    def _on_change(self, change: dict) -> None:
-        self.measure()
+    def title(self) -> str:
+        """Say which data is loaded: the dataset and how many images."""
+        return self.label("loader_title",
+                          dataset=self.dataset or self.label("synthetic_data"),
+                          n=len(self.labels))
 
     def measure(self) -> LoaderTiming:
         """Time both loaders at the slider's batch size and redraw (the callback)."""
@@ -242,33 +275,29 @@ class LoaderExplorer(Explorer):
         self.timings = [t for t in self.timings
                         if t.batch_size != timing.batch_size] + [timing]
         self._redraw()
-        self.status.value = html.escape(timing.label)
+        self.status.value = html.escape(timing.describe(self.language))
         return timing
 
     def _redraw(self) -> None:
         newest = self.timings[-1].batch_size if self.timings else None
-        self.image.value = plot_timings(self.timings, newest, self.language)
+        self.image.value = plot_timings(self.timings, newest, self.language,
+                                        self.title())
 
     def clear(self) -> None:
         """Forget the earlier measurements, keeping the newest (the Clear button)."""
         self.timings = self.timings[-1:]
         self._redraw()
 
-    def text(self) -> str:
+    def live_text(self) -> str:
         """Deterministic plain-text form (timings vary, so none are shown)."""
-        if self.deferred:
-            return message("summary_deferred", self.language, id="explorer")
-        if self.language == "zh-Hant":
-            return (f"載入器探索器：每次量測讀取 {len(self.labels)} 筆；"
-                    "移動滑桿以量測另一個批次大小。")
-        return (f"Loader explorer: {len(self.labels)} examples per measurement; "
-                "move the slider to time another batch size.")
+        return self.label("loader_text", n=len(self.labels))
 
 
 def loader_explorer(num_examples: int = 8192, language: str = "en") -> LoaderExplorer:
     """Build the explorer on the first training images of the course's dataset."""
     from jaxcourse import data
 
-    images, labels = data.load_numpy("train")
+    info = data.require()
+    images, labels = data.load_numpy("train", info.name)
     return LoaderExplorer(images[:num_examples], labels[:num_examples],
-                          language=language)
+                          dataset=info.title, language=language)

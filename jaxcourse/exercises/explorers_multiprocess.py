@@ -19,8 +19,15 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from .core import grading_mode
-from .explorer_base import Explorer
+from .explorer_base import (
+    Explorer,
+    controls_row,
+    figure,
+    figure_image,
+    show_figure,
+    slider_style,
+)
+from .messages import message
 
 __all__ = [
     "BatchSplitExplorer",
@@ -49,20 +56,16 @@ class Block:
         return self.stop - self.start
 
 
-def split_problem(global_batch: int, processes: int, devices_per_process: int) -> str:
+def split_problem(global_batch: int, processes: int, devices_per_process: int,
+                  language: str = "en") -> str:
     """Say why the batch cannot be sharded evenly ("" when it can)."""
     devices = processes * devices_per_process
     if global_batch % devices == 0:
         return ""
     lower = global_batch - global_batch % devices
-    upper = lower + devices
-    return (
-        f"{global_batch} rows do not split evenly over {devices} devices "
-        f"({processes} processes × {devices_per_process}): "
-        "jax.make_array_from_process_local_data would refuse this batch. "
-        f"Use a multiple of {devices}: drop to {lower} rows or pad to {upper} "
-        "(and mask the padding)."
-    )
+    return message("split_problem", language, batch=global_batch, devices=devices,
+                   processes=processes, per_process=devices_per_process,
+                   lower=lower, upper=lower + devices)
 
 
 def row_layout(global_batch: int, processes: int,
@@ -91,9 +94,10 @@ def row_layout(global_batch: int, processes: int,
     return blocks
 
 
-def layout_table(global_batch: int, processes: int, devices_per_process: int) -> str:
+def layout_table(global_batch: int, processes: int, devices_per_process: int,
+                 language: str = "en") -> str:
     """Return the layout as an HTML table, or the warning when it is uneven."""
-    problem = split_problem(global_batch, processes, devices_per_process)
+    problem = split_problem(global_batch, processes, devices_per_process, language)
     if problem:
         return f"<b style='color:#cf222e'>⚠ {html.escape(problem)}</b>"
     blocks = row_layout(global_batch, processes, devices_per_process)
@@ -101,36 +105,48 @@ def layout_table(global_batch: int, processes: int, devices_per_process: int) ->
     rows = []
     for b in blocks:
         first = b.local_device == 0
-        loads = (f"<td rowspan='{devices_per_process}'>rows {b.process * per_process}"
-                 f":{(b.process + 1) * per_process}</td>") if first else ""
+        loads = message("split_rows", language, start=b.process * per_process,
+                        stop=(b.process + 1) * per_process)
+        loads = (f"<td rowspan='{devices_per_process}'>{html.escape(loads)}</td>"
+                 if first else "")
         proc = (f"<td rowspan='{devices_per_process}'>{b.process}</td>"
                 if first else "")
         rows.append(f"<tr>{proc}{loads}<td>{b.local_device}</td>"
                     f"<td>{b.mesh_position}</td><td>{b.start}:{b.stop}</td></tr>")
-    head = ("<tr><th>process</th><th>loads</th><th>local device</th>"
-            "<th>mesh position</th><th>holds rows</th></tr>")
-    return (f"<p>Each process loads {per_process} rows; each device holds "
-            f"{global_batch // len(blocks)}.</p>"
-            f"<table>{head}{''.join(rows)}</table>")
+    head = "".join(
+        f"<th>{html.escape(message(key, language))}</th>"
+        for key in ("split_head_process", "split_head_loads", "split_head_device",
+                    "split_head_position", "split_head_holds"))
+    summary = message("split_summary", language, per_process=per_process,
+                      per_device=global_batch // len(blocks))
+    return (f"<p>{html.escape(summary)}</p>"
+            f"<table><tr>{head}</tr>{''.join(rows)}</table>")
+
+
+#: The drawing's size in CSS pixels (drawn at twice that many device pixels).
+FIGURE_PX = (720, 170)
 
 
 def draw_layout(global_batch: int, processes: int, devices_per_process: int,
-                ax: Any = None) -> Any:
+                ax: Any = None, language: str = "en") -> Any:
     """Draw the rows of the global batch, coloured by process, one box per device.
 
     Returns the matplotlib figure (``None`` when the batch is uneven: then the
     rows that fit evenly are not what JAX would do, so nothing is drawn).
+    Without ``ax``, a new figure of :data:`FIGURE_PX` CSS pixels (no pyplot
+    state, so a notebook does not show it by itself).
     """
-    import matplotlib.pyplot as plt
+    from matplotlib import colormaps
 
     if split_problem(global_batch, processes, devices_per_process):
         return None
     blocks = row_layout(global_batch, processes, devices_per_process)
     if ax is None:
-        fig, ax = plt.subplots(figsize=(8, 1.6))
+        fig = figure(*FIGURE_PX, language)
+        ax = fig.subplots()
     else:
         fig = ax.figure
-    colors = plt.cm.tab10.colors
+    colors = colormaps["tab10"].colors
     for b in blocks:
         ax.barh(0, b.rows, left=b.start, color=colors[b.process % 10],
                 edgecolor="white", linewidth=2)
@@ -138,13 +154,12 @@ def draw_layout(global_batch: int, processes: int, devices_per_process: int,
             ax.text((b.start + b.stop) / 2, 0, f"p{b.process}\nd{b.local_device}",
                     ha="center", va="center", fontsize=7)
     for p in range(min(processes, 10)):
-        ax.barh(0, 0, color=colors[p], label=f"process {p}")
+        ax.barh(0, 0, color=colors[p], label=message("split_legend", language, p=p))
     ax.set_yticks([])
     ax.set_xlim(0, global_batch)
-    ax.set_xlabel(f"row of the global batch ({global_batch} rows)")
+    ax.set_xlabel(message("split_xlabel", language, batch=global_batch))
     ax.legend(ncol=min(processes, 5), loc="lower center",
               bbox_to_anchor=(0.5, 1.0), frameon=False, fontsize=8)
-    fig.tight_layout()
     return fig
 
 
@@ -155,34 +170,33 @@ class BatchSplitExplorer(Explorer):
     ----------
     processes, devices_per_process, global_batch : int
         Initial slider values.
+    language : {"en", "zh-Hant", "zh-Hans"}
+        Language of the labels.
     run : bool
         Draw once right away.
     """
 
     def __init__(self, processes: int = 4, devices_per_process: int = 2,
-                 global_batch: int = 32, *, run: bool = True) -> None:
-        self.deferred = grading_mode()
-        style = {"description_width": "initial"}
-        self.processes = widgets.IntSlider(value=processes, min=1, max=8,
-                                           description="processes", style=style)
-        self.devices = widgets.IntSlider(value=devices_per_process, min=1, max=4,
-                                         description="devices per process",
-                                         style=style)
-        self.batch = widgets.IntSlider(value=global_batch, min=1, max=96,
-                                       description="global batch", style=style)
-        self.drawing = widgets.Output()
+                 global_batch: int = 32, *, language: str = "en",
+                 run: bool = True) -> None:
+        super().__init__(language)
+        self.processes = widgets.IntSlider(
+            value=processes, min=1, max=8,
+            **slider_style(self.label("split_processes"), 7))
+        self.devices = widgets.IntSlider(
+            value=devices_per_process, min=1, max=4,
+            **slider_style(self.label("split_devices"), 3))
+        # 95 steps: the track stops at its widest; the readout takes a typed value.
+        self.batch = widgets.IntSlider(
+            value=global_batch, min=1, max=96,
+            **slider_style(self.label("split_batch"), 95))
+        self.drawing = figure_image(FIGURE_PX[0])
         self.table = widgets.HTML()
         self.figure: Any = None
-        for slider in (self.processes, self.devices, self.batch):
-            slider.observe(self._on_change, names="value")
-        self.widget = widgets.VBox([
-            widgets.HBox([self.processes, self.devices]),
-            self.batch,
-            self.drawing,
-            self.table,
-        ])
-        if run and not self.deferred:
-            self.redraw()
+        self._on_change(self.redraw, self.processes, self.devices, self.batch)
+        self._assemble([controls_row(self.processes, self.devices), self.batch],
+                       [self.drawing, self.table])
+        self._start(run, self.redraw)
 
     @property
     def settings(self) -> tuple[int, int, int]:
@@ -194,33 +208,16 @@ class BatchSplitExplorer(Explorer):
         """Whether the batch splits evenly over every device."""
         return not split_problem(*self.settings)
 
-    def _on_change(self, change: dict) -> None:
-        self.redraw()
-
     def redraw(self) -> str:
         """Redraw the picture and the table; return the table's HTML."""
-        import matplotlib.pyplot as plt
-
-        self.drawing.clear_output(wait=True)
-        if self.figure is not None:
-            plt.close(self.figure)
-        self.figure = draw_layout(*self.settings)
-        if self.figure is not None:
-            from IPython.display import display
-
-            with self.drawing:
-                display(self.figure)
-            # Shown as a picture in the output; closed so it is not shown twice.
-            plt.close(self.figure)
-        self.table.value = layout_table(*self.settings)
+        self.figure = draw_layout(*self.settings, language=self.language)
+        show_figure(self.drawing, self.figure)
+        self.table.value = layout_table(*self.settings, language=self.language)
         return self.table.value
 
-    def text(self) -> str:
+    def live_text(self) -> str:
         """Return a deterministic plain-text form (for stored notebook outputs)."""
-        if self.deferred:
-            return "explorer: graded separately"
-        return ("Batch-split explorer: choose the processes, devices per process "
-                "and global batch size; the rows each device holds update.")
+        return self.label("split_text")
 
 
 def batch_split_explorer(**initial: Any) -> BatchSplitExplorer:

@@ -30,8 +30,14 @@ from jaxcourse.collectives import (
     simulate,
 )
 
-from .core import grading_mode
-from .explorer_base import Explorer, png_bytes
+from .explorer_base import (
+    Explorer,
+    controls_row,
+    figure_image,
+    show_figure,
+    slider_style,
+)
+from .messages import message
 from .sharding_explorer import collectives
 
 __all__ = ["DEVICE_COUNTS", "CollectiveExplorer", "collective_explorer", "describe",
@@ -47,21 +53,21 @@ def example_blocks(n: int, length: int) -> np.ndarray:
     return np.arange(n * length, dtype=np.float32).reshape(n, length)
 
 
-def problem(name: str, n: int, length: int) -> str:
+def problem(name: str, n: int, length: int, language: str = "en") -> str:
     """Say why ``name`` cannot run on these blocks ("" when it can)."""
     if name in ("psum_scatter", "all_to_all") and length % n:
-        return (f"{name} over {n} devices cuts every block into {n} equal pieces: "
-                f"the block length must be a multiple of {n}, and {length} is not")
+        return message("collective_problem", language, name=name, n=n, length=length)
     return ""
 
 
-def _entries(values: np.ndarray) -> str:
+def _entries(values: np.ndarray, language: str) -> str:
     shown = ", ".join(f"{v:g}" for v in values[:_SHOWN])
-    more = f", ... ({len(values)} entries)" if len(values) > _SHOWN else ""
+    more = (message("collective_more", language, n=len(values))
+            if len(values) > _SHOWN else "")
     return f"[{shown}{more}]"
 
 
-def describe(name: str, n: int, length: int) -> str:
+def describe(name: str, n: int, length: int, language: str = "en") -> str:
     """Run collective ``name`` on ``n`` devices; say what every device held.
 
     Returns
@@ -71,7 +77,7 @@ def describe(name: str, n: int, length: int) -> str:
         with the NumPy model, the bytes each device sends, and every device's
         block before and after (or why the settings are impossible).
     """
-    why = problem(name, n, length)
+    why = problem(name, n, length, language)
     if why:
         return why
     blocks = example_blocks(n, length)
@@ -80,16 +86,20 @@ def describe(name: str, n: int, length: int) -> str:
     expected, _ = simulate(name, blocks)
     compiled = collectives(per_device_program(name, mesh), blocks)
     sent = bytes_sent(name, n, length)
+    matches = np.array_equal(got, expected)
     lines = [
-        f"{name} over {n} devices, blocks of {length} float32 ({4 * length} bytes)",
-        f"compiled to: {', '.join(compiled) or 'no collective'}",
-        "matches the NumPy model of the collective: "
-        + ("yes" if np.array_equal(got, expected) else "NO"),
-        f"each device sends about {sent} bytes ({sent / (4 * length):g} blocks, "
-        "ring algorithm)",
+        message("collective_head", language, name=name, n=n, length=length,
+                size=4 * length),
+        message("collective_compiled", language, collectives=", ".join(compiled)
+                or message("collective_none", language)),
+        message("collective_matches", language,
+                answer=message("yes" if matches else "no", language)),
+        message("collective_sends", language, sent=sent, blocks=sent / (4 * length)),
     ]
     for d in range(n):
-        lines.append(f"device {d}: {_entries(blocks[d])} -> {_entries(got[d])}")
+        lines.append(message("collective_device", language, d=d,
+                             before=_entries(blocks[d], language),
+                             after=_entries(got[d], language)))
     return "\n".join(lines)
 
 
@@ -104,42 +114,39 @@ class CollectiveExplorer(Explorer):
         Initial number of devices, one of :data:`DEVICE_COUNTS`.
     length : int
         Initial block length (entries per device), 1 to 16.
+    language : {"en", "zh-Hant", "zh-Hans"}
+        Language of the labels (the drawing's own are English).
     run : bool
         Draw once right away.
     """
 
     def __init__(self, collective: str = "psum", devices: int = 4, length: int = 4,
-                 *, run: bool = True) -> None:
-        self.deferred = grading_mode()
+                 *, language: str = "en", run: bool = True) -> None:
+        super().__init__(language)
         self.figure: Any = None
         self.summary_text = ""
         style = {"description_width": "initial"}
-        self.collective = widgets.Dropdown(options=list(NAMES), value=collective,
-                                           description="collective", style=style)
-        self.devices = widgets.Dropdown(options=list(DEVICE_COUNTS), value=devices,
-                                        description="devices", style=style)
-        self.length = widgets.IntSlider(value=length, min=1, max=MAX_LENGTH,
-                                        description="entries per device",
-                                        style=style)
-        self.drawing = widgets.Image(format="png")
+        self.collective = widgets.Dropdown(
+            options=list(NAMES), value=collective, description=self.label("collective"),
+            style=style, layout=widgets.Layout(width="auto"))
+        self.devices = widgets.Dropdown(
+            options=list(DEVICE_COUNTS), value=devices,
+            description=self.label("devices"), style=style,
+            layout=widgets.Layout(width="auto"))
+        self.length = widgets.IntSlider(
+            value=length, min=1, max=MAX_LENGTH,
+            **slider_style(self.label("collective_entries"), MAX_LENGTH - 1))
+        self.drawing = figure_image()
         self.summary = widgets.HTML()
-        for control in (self.collective, self.devices, self.length):
-            control.observe(self._on_change, names="value")
-        self.widget = widgets.VBox([
-            widgets.HBox([self.collective, self.devices, self.length]),
-            self.drawing,
-            self.summary,
-        ])
-        if run and not self.deferred:
-            self.redraw()
+        self._on_change(self.redraw, self.collective, self.devices, self.length)
+        self._assemble([controls_row(self.collective, self.devices, self.length)],
+                       [self.drawing, self.summary])
+        self._start(run, self.redraw)
 
     @property
     def settings(self) -> tuple[str, int, int]:
         """``(collective, devices, length)`` from the controls."""
         return self.collective.value, self.devices.value, self.length.value
-
-    def _on_change(self, change: dict) -> None:
-        self.redraw()
 
     def redraw(self) -> str:
         """Run the collective, redraw the picture and the text; return the text."""
@@ -149,24 +156,19 @@ class CollectiveExplorer(Explorer):
         if self.figure is not None:
             plt.close(self.figure)
             self.figure = None
-        self.summary_text = describe(name, n, length)
-        if problem(name, n, length):
-            self.drawing.value = b""
-        else:
+        self.summary_text = describe(name, n, length, self.language)
+        if not problem(name, n, length):
             self.figure = draw_collective(name, example_blocks(n, length))
-            self.drawing.value = png_bytes(self.figure)
+        show_figure(self.drawing, self.figure)
+        if self.figure is not None:
             # Kept as PNG bytes in the widget; closed so a notebook shows it once.
             plt.close(self.figure)
         self.summary.value = "<pre>" + html.escape(self.summary_text) + "</pre>"
         return self.summary_text
 
-    def text(self) -> str:
+    def live_text(self) -> str:
         """Return a deterministic plain-text form (for stored notebook outputs)."""
-        if self.deferred:
-            return "explorer: graded separately"
-        return ("Collective explorer: choose a collective, the number of devices and "
-                "the entries per device; every device's block before and after, "
-                "the compiled collective and the bytes sent update.")
+        return self.label("collective_text")
 
 
 def collective_explorer(**initial: Any) -> CollectiveExplorer:

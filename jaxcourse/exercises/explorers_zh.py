@@ -9,8 +9,10 @@ axis each row (or column) does, with none every entry is 1. The work is done
 by plain functions (:func:`explore`, :func:`plot_exploration`,
 :func:`summary_html`); the widget only wires its controls to them. Labels are
 in Traditional Chinese, or Simplified with ``language="zh-Hans"`` (the
-generated edition's; :data:`LABELS` holds both, and a test checks that the
-Simplified ones are what ``python -m jaxcourse.zh_hans`` derives).
+generated edition's), or English; they live in
+:mod:`jaxcourse.exercises.messages` (``dp_*``), whose Simplified texts are what
+``python -m jaxcourse.zh_hans`` derives. :data:`LABELS` and
+:data:`AXES_LABELS` read both Chinese sets from there.
 """
 
 from __future__ import annotations
@@ -23,9 +25,15 @@ import jax
 import numpy as np
 from jax import lax
 
-from .core import grading_mode
-from .explorer_base import Explorer, png_bytes
-from .messages import message
+from .explorer_base import (
+    Explorer,
+    controls_row,
+    figure,
+    figure_image,
+    png_bytes,
+    slider_style,
+)
+from .messages import MESSAGES, message
 
 __all__ = [
     "AXES_CHOICES",
@@ -38,59 +46,46 @@ __all__ = [
     "summary_html",
 ]
 
-#: What the psum spans: label shown in the dropdown -> axis names (None: no psum).
+#: The dropdown's choices, by catalogue key, and the axes each one's psum spans
+#: (None: no psum).
+_AXES_KEYS: dict[str, tuple[str, ...] | None] = {
+    "dp_axes_both": ("i", "j"),
+    "dp_axes_j": ("j",),
+    "dp_axes_i": ("i",),
+    "dp_axes_none": None,
+}
+#: The Traditional-Chinese label shown in the dropdown -> the axes the psum spans.
 AXES_CHOICES: dict[str, tuple[str, ...] | None] = {
-    'psum(x, ("i", "j"))：跨兩個軸': ("i", "j"),
-    'psum(x, "j")：只跨每臺裝置內': ("j",),
-    'psum(x, "i")：只跨裝置之間': ("i",),
-    "不用 psum（x / x）": None,
+    message(key, "zh-Hant"): axes for key, axes in _AXES_KEYS.items()
 }
 IMAGE_SHAPE = (28, 28)
 
-#: Every Chinese label of the explorer, per language (format fields in braces).
-LABELS: dict[str, dict[str, str]] = {
-    "zh-Hant": {
-        "devices": "裝置數",
-        "per_device": "每臺裝置的批次",
-        "collective": "集體運算",
-        "device_k": "裝置 {k}",
-        "xlabel": "每臺裝置上的第幾筆（vmap 的軸 \"j\"）",
-        "title": "正規化之後的值：全部的總和 = {total}",
-        "no_sum": "不求和",
-        "psum_over": "psum 跨 {axes}",
-        "more": "，…",
-        "summary": "<b>全域批次</b> = {d} 臺裝置 × 每臺 {b} 筆 = {n} 筆<br>"
-        "<b>切給裝置後的影像</b>：({n}, 28, 28) → {images}；每臺裝置拿到 {shard}<br>"
-        "<b>{axes}</b>：每臺裝置上的總和 [{sums}]，"
-        "全部的總和 {total}（結果分布在 {on} 臺裝置上）",
-        "name": "資料平行探索器",
-        "text": "資料平行探索器：改變裝置數、每臺裝置的批次或 psum 的軸，"
-        "看全域批次、每臺裝置的形狀與總和。",
-    },
-    "zh-Hans": {
-        "devices": "设备数",
-        "per_device": "每台设备的批次",
-        "collective": "集体运算",
-        "device_k": "设备 {k}",
-        "xlabel": "每台设备上的第几条（vmap 的轴 \"j\"）",
-        "title": "归一化之后的值：全部的总和 = {total}",
-        "no_sum": "不求和",
-        "psum_over": "psum 跨 {axes}",
-        "more": "，…",
-        "summary": "<b>全局批次</b> = {d} 台设备 × 每台 {b} 条 = {n} 条<br>"
-        "<b>切给设备后的图像</b>：({n}, 28, 28) → {images}；每台设备拿到 {shard}<br>"
-        "<b>{axes}</b>：每台设备上的总和 [{sums}]，"
-        "全部的总和 {total}（结果分布在 {on} 台设备上）",
-        "name": "数据并行探索器",
-        "text": "数据并行探索器：改变设备数、每台设备的批次或 psum 的轴，"
-        "看全局批次、每台设备的形状与总和。",
-    },
+# The explorer's labels, by their short name here and their catalogue key.
+_LABEL_KEYS = {
+    "devices": "dp_devices",
+    "per_device": "dp_per_device",
+    "collective": "dp_collective",
+    "device_k": "dp_device_k",
+    "xlabel": "dp_xlabel",
+    "title": "dp_title",
+    "no_sum": "dp_no_sum",
+    "psum_over": "dp_psum_over",
+    "more": "dp_more",
+    "summary": "dp_summary",
+    "name": "dp_name",
+    "text": "dp_text",
 }
-#: The dropdown's choices in each language (same order as :data:`AXES_CHOICES`).
+#: Every label of the explorer, per Chinese edition (format fields in braces),
+#: read from :mod:`jaxcourse.exercises.messages`, where they are kept.
+LABELS: dict[str, dict[str, str]] = {
+    language: {name: MESSAGES[language][key] for name, key in _LABEL_KEYS.items()}
+    for language in ("zh-Hant", "zh-Hans")
+}
+#: The dropdown's choices in each Chinese edition (same order as
+#: :data:`AXES_CHOICES`).
 AXES_LABELS: dict[str, tuple[str, ...]] = {
-    "zh-Hant": tuple(AXES_CHOICES),
-    "zh-Hans": ('psum(x, ("i", "j"))：跨两个轴', 'psum(x, "j")：只跨每台设备内',
-                'psum(x, "i")：只跨设备之间', "不用 psum（x / x）"),
+    language: tuple(message(key, language) for key in _AXES_KEYS)
+    for language in ("zh-Hant", "zh-Hans")
 }
 
 
@@ -173,45 +168,44 @@ def explore(num_devices: int, per_device: int,
 
 
 def summary_html(exploration: Exploration, language: str = "zh-Hant") -> str:
-    """Describe one setting in Chinese: batch sizes, shapes and sums."""
-    e, text = exploration, LABELS[language]
+    """Describe one setting: batch sizes, shapes and sums."""
+    e = exploration
     sums = ", ".join(f"{s:.3g}" for s in e.row_sums[:8])
-    more = text["more"] if e.num_devices > 8 else ""
-    axes = text["no_sum"] if e.axes is None else text["psum_over"].format(axes=e.axes)
-    return text["summary"].format(
+    more = message("dp_more", language) if e.num_devices > 8 else ""
+    axes = (message("dp_no_sum", language) if e.axes is None
+            else message("dp_psum_over", language, axes=e.axes))
+    return message(
+        "dp_summary", language,
         d=e.num_devices, b=e.per_device, n=e.global_batch, images=e.images_shape,
         shard=e.shard_shape, axes=html.escape(axes), sums=sums + more,
         total=f"{e.total:.4g}", on=e.result_devices,
     )
 
 
+#: The figure's width in CSS pixels; its height grows with the devices.
+FIGURE_WIDTH_PX = 700
+
+
 def plot_exploration(exploration: Exploration, language: str = "zh-Hant") -> bytes:
     """Draw the normalized grid, one row per device, and return a PNG."""
-    from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    from jaxcourse.plotting import CJK_FONTS, CJK_FONTS_SC, use_cjk_font
-
-    if language == "zh-Hans":
-        use_cjk_font(CJK_FONTS_SC, script="SC")
-    else:
-        use_cjk_font(CJK_FONTS)
-    e, text = exploration, LABELS[language]
-    figure = Figure(figsize=(7.0, 0.9 + 0.35 * e.num_devices), dpi=80,
-                    layout="constrained")
-    axes = figure.subplots()
+    e = exploration
+    fig = figure(FIGURE_WIDTH_PX, 90 + 35 * e.num_devices, language)
+    axes = fig.subplots()
     image = axes.imshow(e.result, aspect="auto", cmap="viridis")
     axes.set_yticks(range(e.num_devices),
-                    [text["device_k"].format(k=k) for k in range(e.num_devices)])
+                    [message("dp_device_k", language, k=k)
+                     for k in range(e.num_devices)])
     if e.result.size <= 96:  # 格子不多時，把數值寫在格子裡
         for (row, col), value in np.ndenumerate(e.result):
             axes.text(col, row, f"{value:.2g}", ha="center", va="center",
                       fontsize=7, color="white")
     axes.xaxis.set_major_locator(MaxNLocator(integer=True))  # 第幾筆只有整數
-    axes.set_xlabel(text["xlabel"])
-    axes.set_title(text["title"].format(total=f"{e.total:.4g}"))
-    figure.colorbar(image, ax=axes)
-    return png_bytes(figure)
+    axes.set_xlabel(message("dp_xlabel", language))
+    axes.set_title(message("dp_title", language, total=f"{e.total:.4g}"))
+    fig.colorbar(image, ax=axes)
+    return png_bytes(fig)
 
 
 class DataParallelExplorer(Explorer):
@@ -223,50 +217,39 @@ class DataParallelExplorer(Explorer):
         Largest per-device batch on the slider.
     run : bool
         Compute and draw once right away.
-    language : {"zh-Hant", "zh-Hans"}
-        Traditional or Simplified Chinese labels.
+    language : {"zh-Hant", "zh-Hans", "en"}
+        Traditional or Simplified Chinese labels (or English).
     """
 
     def __init__(self, *, max_per_device: int = 32, run: bool = True,
                  language: str = "zh-Hant") -> None:
-        if language not in LABELS:
-            raise ValueError(f"language must be one of {tuple(LABELS)}, "
-                             f"not {language!r}")
-        self.language = language
-        text = LABELS[language]
-        self._choices = dict(zip(AXES_LABELS[language], AXES_CHOICES.values(),
-                                 strict=True))
-        self.deferred = grading_mode()
+        super().__init__(language)
+        self._choices = {self.label(key): axes for key, axes in _AXES_KEYS.items()}
         self.exploration: Exploration | None = None
-        style = {"description_width": "initial"}
         devices = jax.device_count() if not self.deferred else 1
         self.num_devices = widgets.IntSlider(
-            value=devices, min=1, max=devices, description=text["devices"],
-            continuous_update=False, style=style,
+            value=devices, min=1, max=devices, continuous_update=False,
+            **slider_style(self.label("dp_devices"), devices - 1),
         )
         self.per_device = widgets.IntSlider(
             value=min(4, max_per_device), min=1, max=max_per_device,
-            description=text["per_device"], continuous_update=False, style=style,
+            continuous_update=False,
+            **slider_style(self.label("dp_per_device"), max_per_device - 1),
         )
         self.axes = widgets.Dropdown(
             options=list(self._choices), value=next(iter(self._choices)),
-            description=text["collective"], style=style,
+            description=self.label("dp_collective"),
+            style={"description_width": "initial"},
+            layout=widgets.Layout(width="auto"),
         )
-        self.image = widgets.Image(format="png")
+        self.image = figure_image(FIGURE_WIDTH_PX)
         self.status = widgets.HTML()
-        for control in (self.num_devices, self.per_device, self.axes):
-            control.observe(self._on_change, names="value")
-        self.widget = widgets.VBox([
-            widgets.HBox([self.num_devices, self.per_device]),
-            self.axes,
-            self.status,
-            self.image,
-        ])
-        if run and not self.deferred:
-            self.update()
-
-    def _on_change(self, change: dict) -> None:
-        self.update()
+        self._on_change(self.update, self.num_devices, self.per_device, self.axes)
+        self._assemble(
+            [controls_row(self.num_devices, self.per_device), self.axes],
+            [self.status, self.image],
+        )
+        self._start(run, self.update)
 
     def update(self) -> Exploration:
         """Recompute with the controls' values and redraw (every control's callback)."""
@@ -276,12 +259,13 @@ class DataParallelExplorer(Explorer):
         self.image.value = plot_exploration(self.exploration, self.language)
         return self.exploration
 
-    def text(self) -> str:
+    def deferred_id(self) -> str:
+        """Name the explorer while grading defers it."""
+        return self.label("dp_name")
+
+    def live_text(self) -> str:
         """Deterministic plain-text form (the same on every machine)."""
-        text = LABELS[self.language]
-        if self.deferred:
-            return message("summary_deferred", self.language, id=text["name"])
-        return text["text"]
+        return self.label("dp_text")
 
 
 def data_parallel_explorer(max_per_device: int = 32,

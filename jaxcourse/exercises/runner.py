@@ -26,10 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jaxcourse.course import content_folders
 from jaxcourse.processes import TAG_ENV, end_tree, new_tag
 
-from .core import GRADING_ENV
-from .messages import message
+from .judging import GRADING_ENV
+from .messages import LANGUAGES, message
 from .sandbox import GUARD_ENV
 
 __all__ = [
@@ -45,60 +46,14 @@ __all__ = [
 MAX_RESULT_BYTES = 20 * 2**20
 _LOG_TAIL_BYTES = 64 * 2**10
 
-_TEXT = {
-    "en": {
-        "empty": "the file is empty",
-        "not_json": "the file is not JSON ({why})",
-        "not_notebook": "the file is JSON but not a notebook ({why})",
-        "exited": "the notebook ended its own process ({how}) before the checks",
-        "oom": "it ran out of memory (limit {mb} MB){where}",
-        "oom_cells": " in cells {cells}",
-        "tamper_write": "it tried to change the course's files ({path}): zero",
-        "tamper_read": "it tried to read outside its own folder ({path}): zero",
-        "tamper_changed": "the course's files changed while it ran ({files}); "
-                          "they were restored: zero",
-        "feedback_title": "Feedback: {name}",
-        "status": "Status: {status}",
-        "score": "Score: {total:g} of {count}",
-        "exercise": "{id}: {score:.0%}",
-    },
-    "zh-Hant": {
-        "empty": "檔案是空的",
-        "not_json": "檔案不是 JSON（{why}）",
-        "not_notebook": "檔案是 JSON 但不是筆記本（{why}）",
-        "exited": "筆記本在檢查之前自行結束了程序（{how}）",
-        "oom": "記憶體不足（上限 {mb} MB）{where}",
-        "oom_cells": "，出錯的儲存格：{cells}",
-        "tamper_write": "它試圖修改課程的檔案（{path}）：零分",
-        "tamper_read": "它試圖讀取自己資料夾以外的內容（{path}）：零分",
-        "tamper_changed": "它執行時課程的檔案被修改了（{files}），已還原：零分",
-        "feedback_title": "回饋：{name}",
-        "status": "狀態：{status}",
-        "score": "分數：{total:g} / {count}",
-        "exercise": "{id}：{score:.0%}",
-    },
-    "zh-Hans": {
-        "empty": "文件是空的",
-        "not_json": "文件不是 JSON（{why}）",
-        "not_notebook": "文件是 JSON 但不是笔记本（{why}）",
-        "exited": "笔记本在检查之前自行结束了进程（{how}）",
-        "oom": "内存不足（上限 {mb} MB）{where}",
-        "oom_cells": "，出错的单元格：{cells}",
-        "tamper_write": "它试图修改课程的文件（{path}）：零分",
-        "tamper_read": "它试图读取自己文件夹以外的内容（{path}）：零分",
-        "tamper_changed": "它运行时课程的文件被修改了（{files}），已还原：零分",
-        "feedback_title": "反馈：{name}",
-        "status": "状态：{status}",
-        "score": "分数：{total:g} / {count}",
-        "exercise": "{id}：{score:.0%}",
-    },
-}
-
-
 def text(key: str, language: str, **values: object) -> str:
-    """Return the grader's own sentence ``key`` in ``language``, formatted."""
-    table = _TEXT.get(language, _TEXT["en"])
-    return table.get(key, _TEXT["en"][key]).format(**values)
+    """Return the grader's own sentence ``key`` in ``language``, formatted.
+
+    The sentences live in :mod:`jaxcourse.exercises.messages` as
+    ``grading_<key>``; an unknown language reads English.
+    """
+    known = language if language in LANGUAGES else "en"
+    return message(f"grading_{key}", known, **values)
 
 
 # --------------------------------------------------------------------------
@@ -196,11 +151,8 @@ def _writable(folder: Path) -> None:
 
 
 def default_course() -> list[Path]:
-    """Return the folders of the installed ``jaxcourse`` and ``solutions``."""
-    import jaxcourse
-    import solutions
-
-    return [Path(jaxcourse.__file__).parent, Path(solutions.__file__).parent]
+    """Return the folders of the engine and of the course's content packages."""
+    return content_folders()
 
 
 # --------------------------------------------------------------------------

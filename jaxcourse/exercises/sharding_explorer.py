@@ -26,8 +26,8 @@ import numpy as np
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from .core import grading_mode
-from .explorer_base import Explorer
+from .explorer_base import Explorer, controls_row
+from .messages import message
 
 __all__ = [
     "AXES",
@@ -122,28 +122,35 @@ def pieces(array: jax.Array) -> list[tuple[tuple[int, ...], tuple[str, ...]]]:
     return [(tuple(ids), spans) for spans, ids in groups.items()]
 
 
-def describe_layout(array: jax.Array) -> str:
+def describe_layout(array: jax.Array, language: str = "en") -> str:
     """Say in words how many pieces there are and where each one lives."""
     found = pieces(array)
     shape = array.sharding.shard_shape(array.shape)
     copies = len(found[0][0])
-    lines = [
-        f"{len(found)} piece{'s' if len(found) != 1 else ''} of shape {shape}, "
-        + ("each on one device" if copies == 1 else f"each stored on {copies} devices")
-    ]
-    for ids, spans in found:
-        where = ", ".join(f"{name} {span}" for name, span in
-                          zip(("rows", "columns"), spans, strict=False))
-        lines.append(f"CPU {','.join(map(str, ids))}: {where}")
+    where = (message("sharding_one_device", language) if copies == 1
+             else message("sharding_copies", language, copies=copies))
+    lines = [message("sharding_piece", language, shape=shape, where=where)
+             if len(found) == 1 else
+             message("sharding_pieces", language, n=len(found), shape=shape,
+                     where=where)]
+    for ids, (rows, columns) in found:
+        lines.append(message("sharding_where", language, ids=",".join(map(str, ids)),
+                             rows=rows, columns=columns))
     return "\n".join(lines)
 
 
-def communication_text(operation: str, array: jax.Array) -> str:
+def communication_text(operation: str, array: jax.Array, language: str = "en") -> str:
     """Compile ``OPERATIONS[operation]`` on ``array``; say if it communicates."""
     ops = collectives(OPERATIONS[operation], array)
     if not ops:
-        return f"{operation}: no communication (every device computes its own piece)"
-    return f"{operation}: communicates ({', '.join(ops)})"
+        return message("sharding_local", language, operation=operation)
+    return message("sharding_communicates", language, operation=operation,
+                   collectives=", ".join(ops))
+
+
+def _narrow() -> widgets.Layout:
+    # The mesh and spec dropdowns hold a few characters each: no 300 px boxes.
+    return widgets.Layout(width="auto")
 
 
 def spec_text(spec: P) -> str:
@@ -162,46 +169,47 @@ class ShardingExplorer(Explorer):
         Initial spec entries for dimensions 0 and 1, keys of :data:`SPEC_ENTRIES`.
     operation : str
         Initial operation, a key of :data:`OPERATIONS`.
+    language : {"en", "zh-Hant", "zh-Hans"}
+        Language of the labels.
     run : bool
         Draw once right away.
     """
 
     def __init__(self, mesh: str = "4×2", rows: str = "'a'", columns: str = "None",
-                 operation: str = "jnp.sin(x)", *, run: bool = True) -> None:
-        self.deferred = grading_mode()
+                 operation: str = "jnp.sin(x)", *, language: str = "en",
+                 run: bool = True) -> None:
+        super().__init__(language)
         self.array: jax.Array | None = None
         self.error = ""
         style = {"description_width": "initial"}
         self.mesh = widgets.Dropdown(options=list(MESH_SHAPES), value=mesh,
-                                     description="mesh (a×b)", style=style)
+                                     description=self.label("sharding_mesh"),
+                                     style=style, layout=_narrow())
         self.rows = widgets.Dropdown(options=list(SPEC_ENTRIES), value=rows,
-                                     description="P( rows:", style=style)
+                                     description=self.label("sharding_rows"),
+                                     style=style, layout=_narrow())
         self.columns = widgets.Dropdown(options=list(SPEC_ENTRIES), value=columns,
-                                        description=", columns:", style=style)
+                                        description=self.label("sharding_columns"),
+                                        style=style, layout=_narrow())
         self.operation = widgets.Dropdown(options=list(OPERATIONS), value=operation,
-                                          description="operation", style=style)
+                                          description=self.label("sharding_operation"),
+                                          style=style)
         self.drawing = widgets.Output()
         self.layout_text = widgets.HTML()
         self.communication = widgets.HTML()
-        for dropdown in (self.mesh, self.rows, self.columns, self.operation):
-            dropdown.observe(self._on_change, names="value")
-        self.widget = widgets.VBox([
-            widgets.HBox([self.mesh, self.rows, self.columns]),
-            self.drawing,
-            self.layout_text,
-            widgets.HBox([self.operation]),
-            self.communication,
-        ])
-        if run and not self.deferred:
-            self.redraw()
+        self._on_change(self.redraw, self.mesh, self.rows, self.columns,
+                        self.operation)
+        self._assemble(
+            [controls_row(self.mesh, self.rows, self.columns)],
+            [self.drawing, self.layout_text, controls_row(self.operation),
+             self.communication],
+        )
+        self._start(run, self.redraw)
 
     @property
     def spec(self) -> P:
         """The PartitionSpec the dropdowns describe."""
         return P(SPEC_ENTRIES[self.rows.value], SPEC_ENTRIES[self.columns.value])
-
-    def _on_change(self, change: dict) -> None:
-        self.redraw()
 
     def redraw(self) -> str:
         """Place the array, draw it, describe it, check the operation.
@@ -214,7 +222,8 @@ class ShardingExplorer(Explorer):
         except Exception as err:  # JAX's DuplicateSpecError is not a ValueError
             # E.g. P('a', ('a', 'b')): one mesh axis cannot split two dimensions.
             self.array, self.error = None, str(err).splitlines()[0]
-            text = f"{spec_text(self.spec)} is not a valid layout here: {self.error}"
+            text = self.label("sharding_invalid", spec=spec_text(self.spec),
+                              error=self.error)
             self.layout_text.value = f"<b style='color:#cf222e'>{html.escape(text)}</b>"
             self.communication.value = ""
             return text
@@ -225,19 +234,17 @@ class ShardingExplorer(Explorer):
             # palette; borders tell them apart.
             jax.debug.visualize_array_sharding(self.array,
                                                use_color=n_pieces != 2)
-        text = f"{spec_text(self.spec)} on the {self.mesh.value} mesh: " + \
-            describe_layout(self.array)
+        text = self.label("sharding_layout", spec=spec_text(self.spec),
+                          mesh=self.mesh.value,
+                          layout=describe_layout(self.array, self.language))
         self.layout_text.value = "<pre>" + html.escape(text) + "</pre>"
-        self.communication.value = "<b>" + html.escape(
-            communication_text(self.operation.value, self.array)) + "</b>"
+        self.communication.value = "<b>" + html.escape(communication_text(
+            self.operation.value, self.array, self.language)) + "</b>"
         return text
 
-    def text(self) -> str:
+    def live_text(self) -> str:
         """Return a deterministic plain-text form (for stored notebook outputs)."""
-        if self.deferred:
-            return "explorer: graded separately"
-        return ("Sharding explorer: choose a mesh, a PartitionSpec and an "
-                "operation; the layout and its communication update.")
+        return self.label("sharding_text")
 
 
 def sharding_explorer(**initial: Any) -> ShardingExplorer:

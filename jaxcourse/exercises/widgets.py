@@ -1,9 +1,11 @@
 """The check panel: Check, Hint and Show-solution buttons over :func:`check`.
 
-The panel only wires buttons to plain functions (:func:`result_html`,
-:func:`hints_html`, :func:`solution_html` and the panel's ``run_check``,
-``show_next_hint`` and ``toggle_solution`` methods), which the tests call
-directly or through ``button.click()`` with no browser.
+The panel is a :class:`~jaxcourse.exercises.explorer_base.Display`, like
+every explorer: grading-mode deferral, the button wiring, the text form and
+the kernel-gone notice live there. It only wires buttons to plain functions
+(:func:`result_html`, :func:`hints_html`, :func:`solution_html` and the
+panel's ``run_check``, ``show_next_hint`` and ``toggle_solution`` methods),
+which the tests call directly or through ``button.click()`` with no browser.
 
 In a notebook's stored outputs the panel's ``text/plain`` form is its summary
 line (e.g. ``mlp.relu: 5/5 tests passed``): deterministic, so nbval can
@@ -19,8 +21,11 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from .core import Exercise, Result, check, get, grading_mode
+from .explorer_base import Display
+from .judging import Result, check
 from .messages import message
+from .registry import get
+from .spec import Exercise
 
 __all__ = ["CheckPanel", "check_panel", "checking_html", "hints_html", "result_html",
            "solution_html"]
@@ -84,7 +89,7 @@ def solution_html(exercise: Exercise) -> str:
     )
 
 
-class CheckPanel:
+class CheckPanel(Display):
     """A widget that checks one exercise and offers hints and the solution.
 
     Parameters
@@ -111,43 +116,39 @@ class CheckPanel:
         run: bool = True,
     ) -> None:
         self.exercise = get(exercise_id)
+        super().__init__(self.exercise.language)
         self.answer = answer
         self.namespace = namespace
         self.result: Result | None = None
         self.attempts = 0
         self.hints_shown = 0
         self.solution_visible = False
-        self.deferred = grading_mode()
-        lang = self.exercise.language
         self.check_button = widgets.Button(
-            description=message("check", lang), button_style="primary", icon="check"
+            description=self.label("check"), button_style="primary", icon="check"
         )
         self.hint_button = widgets.Button(
-            description=message("hint", lang), icon="lightbulb-o",
+            description=self.label("hint"), icon="lightbulb-o",
             disabled=not self.exercise.hints,
         )
         self.solution_button = widgets.Button(
-            description=message("show_solution", lang), icon="eye"
+            description=self.label("show_solution"), icon="eye"
         )
         self.title = widgets.HTML(f"<b>{html.escape(self.exercise.title)}</b> "
                                   f"<code>{html.escape(self.exercise.id)}</code>")
         self.summary = widgets.HTML()
         self.hints = widgets.HTML()
         self.solution = widgets.HTML()
-        self.check_button.on_click(lambda _: self.run_check())
-        self.hint_button.on_click(lambda _: self.show_next_hint())
-        self.solution_button.on_click(lambda _: self.toggle_solution())
-        self.widget = widgets.VBox([
-            self.title,
-            widgets.HBox([self.check_button, self.hint_button, self.solution_button]),
-            self.summary,
-            self.hints,
-            self.solution,
-        ])
+        self._on_change(self.run_check, self.check_button)
+        self._on_change(self.show_next_hint, self.hint_button)
+        self._on_change(self.toggle_solution, self.solution_button)
+        self._assemble(
+            [self.title,
+             widgets.HBox([self.check_button, self.hint_button, self.solution_button])],
+            [self.summary, self.hints, self.solution],
+        )
         if self.deferred:
             self.summary.value = html.escape(self.text())
-        elif run:
-            self.run_check()
+        self._start(run, self.run_check)
 
     def current_answer(self) -> Any:
         """Return the function to check now: the latest definition of its name."""
@@ -165,7 +166,7 @@ class CheckPanel:
         numbers each result, so every click is visibly answered.
         """
         self.check_button.disabled = True
-        self.summary.value = checking_html(self.exercise.language)
+        self.summary.value = checking_html(self.language)
         try:
             self.result = check(self.exercise.id, self.current_answer())
         finally:
@@ -183,30 +184,21 @@ class CheckPanel:
     def toggle_solution(self) -> bool:
         """Show or hide the reference source (the Show-solution button)."""
         self.solution_visible = not self.solution_visible
-        lang = self.exercise.language
         self.solution.value = solution_html(self.exercise) if self.solution_visible \
             else ""
-        self.solution_button.description = message(
-            "hide_solution" if self.solution_visible else "show_solution", lang
-        )
+        self.solution_button.description = self.label(
+            "hide_solution" if self.solution_visible else "show_solution")
         return self.solution_visible
 
-    def text(self) -> str:
+    def deferred_id(self) -> str:
+        """Name the panel by its exercise while grading defers it."""
+        return self.exercise.id
+
+    def live_text(self) -> str:
         """Return the panel's plain-text form: the result's summary line."""
-        if self.deferred:
-            return message("summary_deferred", self.exercise.language,
-                           id=self.exercise.id)
         if self.result is None:
             return f"{self.exercise.id}: {self.exercise.title}"
         return self.result.summary()
-
-    def __repr__(self) -> str:
-        return self.text()
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict:
-        data = dict(self.widget._repr_mimebundle_(**kwargs) or {})
-        data["text/plain"] = self.text()
-        return data
 
 
 def check_panel(
