@@ -1,10 +1,13 @@
-"""Student notebooks: generated from the masters, up to date, and runnable;
-classroom grading of a folder of submissions."""
+"""Student notebooks: how they are generated from the masters, and up to date;
+classroom grading of a folder of submissions. That every chapter's student
+notebook is generated, stripped and runnable is in tests/test_exercise_contract.py.
+"""
 
 from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import nbformat
@@ -52,18 +55,6 @@ def test_malformed_markers_are_refused(source: str) -> None:
         authoring.strip_solutions(source)
 
 
-def test_student_notebook_is_stripped_and_clean() -> None:
-    master = nbformat.read(ROOT / "solutions" / STUDENT.name, as_version=4)
-    student = authoring.student_notebook(master, STUDENT.name)
-    text = nbformat.writes(student)
-    assert "BEGIN SOLUTION" not in text and "jnp.maximum(0, x)" not in text
-    assert text.count("raise NotImplementedError()") == 6 + 1  # + the intro's mention
-    assert all(not c.get("outputs") and c.get("execution_count") is None
-               for c in student.cells if c.cell_type == "code")
-    assert "widgets" not in student.metadata
-    assert len(student.cells) == len(master.cells)
-
-
 def test_exercises_folder_is_up_to_date(tmp_path: Path) -> None:
     fresh = tmp_path / "exercises"
     authoring.generate(ROOT / "solutions", fresh)
@@ -87,13 +78,132 @@ def test_check_reports_stale_notebooks(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.slow
-def test_student_notebook_runs_and_reports_not_attempted(
-    raw_root: Path, execute_notebook
-) -> None:
-    texts = execute_notebook(STUDENT)
-    for exercise_id, total in zip(IDS, (5, 5, 5, 4), strict=True):
-        assert f"{exercise_id}: not attempted yet (0/{total} tests)" in texts
+# ---- nbgrader: metadata, hidden tests, the course folder ---------------------------
+
+MASTER_3 = ROOT / "solutions" / "03_vmap_bayesian_exercises.ipynb"
+NAMES_3 = ["batched_log_joint", "vmapped_log_joint", "sample_betas",
+           "elbo_value_and_grad", "ascent_step"]
+HIDDEN = (
+    "### BEGIN HIDDEN TESTS\n"
+    "from jaxcourse.exercises import autograde\n"
+    'autograde("bayes.batched_log_joint", batched_log_joint, points=1)\n'
+    "### END HIDDEN TESTS"
+)
+
+
+def test_strip_hidden_tests_removes_the_region_with_its_markers() -> None:
+    panel = 'check_panel("bayes.batched_log_joint", batched_log_joint)'
+    assert authoring.strip_hidden_tests(f"{panel}\n{HIDDEN}") == panel
+    for source in ("### BEGIN HIDDEN TESTS\nx", "### END HIDDEN TESTS",
+                   "### BEGIN HIDDEN TESTS\n### BEGIN HIDDEN TESTS"):
+        with pytest.raises(authoring.AuthoringError):
+            authoring.strip_hidden_tests(source)
+
+
+@pytest.mark.parametrize("source", [
+    "x = 1  ### BEGIN SOLUTION\n### END SOLUTION",
+    "Put your answer between BEGIN SOLUTION and END SOLUTION.",
+])
+def test_marker_words_inside_a_line_are_refused(source: str) -> None:
+    # nbgrader takes any line containing them for a marker.
+    with pytest.raises(authoring.AuthoringError, match="read as a marker"):
+        authoring.strip_solutions(source, "markdown")
+
+
+def test_masters_carry_nbgrader_metadata_and_hidden_tests() -> None:
+    assert authoring.masters_out_of_date() == []
+    master = nbformat.read(MASTER_3, as_version=4)
+    metas = [c.metadata["nbgrader"] for c in master.cells]
+    assert all(m["schema_version"] == 3 for m in metas)
+    assert len({m["grade_id"] for m in metas}) == len(metas)
+    tests = [m for m in metas if m["grade"]]
+    assert [m["grade_id"] for m in tests] == NAMES_3
+    assert all(m["points"] == 1 and m["locked"] and not m["solution"] for m in tests)
+    solutions = [m for m in metas if m["solution"]]
+    assert [m["grade_id"] for m in solutions] == [f"{n}-solution" for n in NAMES_3]
+    assert not any(m["locked"] or m["grade"] for m in solutions)
+    others = [m for m in metas if not m["grade"] and not m["solution"]]
+    assert others and all(m["locked"] for m in others)
+    panel = 'check_panel("bayes.batched_log_joint", batched_log_joint)'
+    assert f"{panel}\n{HIDDEN}" in [c.source for c in master.cells]
+    # Applying it again changes nothing.
+    assert nbformat.writes(authoring.with_nbgrader(master)) == nbformat.writes(master)
+
+    student = authoring.student_notebook(master, MASTER_3.name)
+    assert "HIDDEN TESTS" not in nbformat.writes(student)
+    assert "autograde" not in nbformat.writes(student)
+    assert panel in [c.source for c in student.cells]
+    assert [c.metadata["nbgrader"] for c in student.cells] == metas
+
+
+def test_check_fails_when_a_master_lacks_its_nbgrader_metadata(tmp_path: Path) -> None:
+    solutions, exercises = tmp_path / "solutions", tmp_path / "exercises"
+    solutions.mkdir()
+    master = nbformat.read(MASTER_3, as_version=4)
+    index = next(i for i, c in enumerate(master.cells) if HIDDEN in c.source)
+    del master.cells[0].metadata["nbgrader"]
+    cell = master.cells[index]
+    cell.source = authoring.strip_hidden_tests(cell.source)
+    nbformat.write(master, solutions / MASTER_3.name)
+    authoring.generate(solutions, exercises)
+    args = ["--check", "--solutions", str(solutions), "--exercises", str(exercises)]
+    assert authoring.masters_out_of_date(solutions) == [MASTER_3.name]
+    assert authoring.main(args) == 1
+    # Its check cell's source changed: that cell's outputs go, the others stay,
+    # and the master is listed for execution.
+    assert authoring.update_masters(solutions) == [solutions / MASTER_3.name]
+    fixed = nbformat.read(solutions / MASTER_3.name, as_version=4)
+    assert fixed.cells[index].outputs == [] and fixed.cells[index].source.endswith(
+        "### END HIDDEN TESTS")
+    assert fixed.cells[index - 1].outputs == master.cells[index - 1].outputs
+    assert authoring.main(args) == 0
+    assert authoring.update_masters(solutions) == []
+
+
+def test_a_check_cell_holds_only_its_call() -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell('x = 1\ncheck_panel("mlp.relu", relu)')]
+    with pytest.raises(authoring.AuthoringError, match="a check cell holds one call"):
+        authoring.with_nbgrader(nb)
+
+
+def test_nbgrader_course_folder(tmp_path: Path, capsys) -> None:
+    from traitlets.config import Config
+
+    course = tmp_path / "course"
+    args = ["--nbgrader", str(course), "--chapter", "03_vmap_bayesian"]
+    assert authoring.main(args) == 0
+    assert [p.name for p in (course / "source").iterdir()] == ["03_vmap_bayesian"]
+    source = nbformat.read(course / "source" / "03_vmap_bayesian" / MASTER_3.name,
+                           as_version=4)
+    master = nbformat.read(MASTER_3, as_version=4)
+    assert [(c.cell_type, c.source, c.metadata["nbgrader"]) for c in source.cells] \
+        == [(c.cell_type, c.source, c.metadata["nbgrader"]) for c in master.cells]
+    assert all(not c.outputs and c.execution_count is None
+               for c in source.cells if c.cell_type == "code")
+    assert "widgets" not in source.metadata
+    config = Config()
+    exec((course / "nbgrader_config.py").read_text(), {"get_config": lambda: config})
+    assert config.ClearSolutions.code_stub == {
+        "python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+    assert config.ClearSolutions.text_stub == "YOUR ANSWER HERE"
+    assert config.Execute.timeout == 300
+    spec = json.loads((course / "jupyter" / "kernels" / "python3" / "kernel.json")
+                      .read_text())
+    assert spec["argv"][:3] == [sys.executable, "-m", "ipykernel_launcher"]
+
+    # A cell tagged solution-only is not for nbgrader, which does not know the tag.
+    tiny = tmp_path / "solutions"
+    tiny.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell(
+        "y = 2", metadata={"tags": ["solution-only"]})]
+    nbformat.write(nb, tiny / "99_tiny_exercises.ipynb")
+    [written] = authoring.export_nbgrader(tmp_path / "tiny", tiny)
+    assert [c.source for c in nbformat.read(written, as_version=4).cells] == ["x = 1"]
+
+    assert authoring.main(["--nbgrader", str(course), "--chapter", "99_none"]) == 2
+    assert "no master for chapter 99_none" in capsys.readouterr().err
 
 
 # ---- grading ----------------------------------------------------------------------
@@ -192,7 +302,7 @@ def test_grading_a_folder(tmp_path: Path, capsys) -> None:
 
 def test_a_forged_or_broken_report_scores_zero() -> None:
     from jaxcourse.exercises import get
-    from jaxcourse.exercises.core import reference_observations
+    from jaxcourse.exercises.judging import reference_observations
 
     expected = {"mlp.relu": reference_observations(get("mlp.relu"))}
     passed = [{"kind": "passed"}] * 5  # not an observation

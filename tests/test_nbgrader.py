@@ -1,0 +1,212 @@
+"""nbgrader: the autograded score, and real nbgrader on chapter 3.
+
+The slow tests run nbgrader 0.9.6 from its own environment (made by `make
+setup`, JAX_COURSE_NBGRADER_VENV moves it) on a course folder written by
+``authoring --nbgrader``: the released notebook must equal exercises/'s, and
+autograding, with the course's Python as the kernel, must give the master full
+marks, the untouched student notebook zero, and a half-done one its partial
+credit, all scored automatically (nothing left for manual grading).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from jaxcourse.exercises import authoring, check, get
+from jaxcourse.exercises.nbgrader import autograde
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTER = "03_vmap_bayesian"
+NAME = f"{CHAPTER}_exercises.ipynb"
+NBGRADER_VENV = Path(os.environ.get(
+    "JAX_COURSE_NBGRADER_VENV", Path.home() / ".jax-course" / "venv-nbgrader"))
+STUB = "    # YOUR CODE HERE\n    raise NotImplementedError()"
+# Both sums without an axis: the batch collapses to one number (1 of 6 tests).
+NO_AXIS = (
+    "    result = jnp.sum(jsp.stats.norm.logpdf(beta, loc=0.0, scale=1.0))\n"
+    "    return result + jnp.sum(-jax.nn.softplus("
+    "-(2 * y - 1) * jnp.dot(all_x, beta.T).T))"
+)
+
+
+def _no_axis(beta, all_x, y):
+    import jax
+    import jax.numpy as jnp
+    import jax.scipy as jsp
+
+    result = jnp.sum(jsp.stats.norm.logpdf(beta, loc=0.0, scale=1.0))
+    return result + jnp.sum(-jax.nn.softplus(-(2 * y - 1) * jnp.dot(all_x, beta.T).T))
+
+
+# ---- autograde: the score nbgrader reads ------------------------------------------
+
+
+def test_autograde_shows_the_panel_and_scores_in_points(capsys) -> None:
+    reference = get("bayes.batched_log_joint").reference
+    full = autograde("bayes.batched_log_joint", reference, points=2)
+    bundle = full._repr_mimebundle_()
+    assert bundle["text/plain"] == repr(full) == "2.0"
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert full.panel.result.passed
+
+    partial = autograde("bayes.batched_log_joint", _no_axis)
+    score = check("bayes.batched_log_joint", _no_axis).score
+    assert 0 < score < 1
+    assert partial.score == round(score, 6)
+    assert float(repr(partial)) == partial.score
+
+    def batched_log_joint(beta, all_x, y):
+        raise NotImplementedError()
+
+    assert repr(autograde("bayes.batched_log_joint", batched_log_joint)) == "0.0"
+    # nbgrader gives a test cell that wrote to stderr zero points.
+    assert capsys.readouterr().err == ""
+
+
+def test_autograde_refuses_points_it_cannot_award() -> None:
+    with pytest.raises(ValueError, match="points must be positive"):
+        autograde("bayes.batched_log_joint", _no_axis, points=0)
+
+
+def test_autograde_defers_to_the_classroom_grader(monkeypatch) -> None:
+    from jaxcourse.exercises.judging import GRADING_ENV
+
+    monkeypatch.setenv(GRADING_ENV, "1")
+    graded = autograde("bayes.batched_log_joint", get("bayes.batched_log_joint")
+                       .reference)
+    assert graded.panel.result is None and repr(graded) == "0.0"
+
+
+# ---- real nbgrader (slow) -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def nbgrader_bin() -> Path:
+    folder = NBGRADER_VENV / "bin"
+    if not (folder / "nbgrader").is_file():
+        pytest.fail(f"nbgrader is not installed in {NBGRADER_VENV}: run `make setup`, "
+                    "which makes it from scripts/nbgrader-requirements.txt")
+    return folder
+
+
+def _nbgrader(bin_dir: Path, course: Path, *args: str, timeout: float) -> str:
+    # nbgrader calls `alembic` by name, so its environment's bin goes first on
+    # PATH; the course's folder of kernelspecs makes `python3` the course's
+    # Python, where JAX and the course are.
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+               JUPYTER_PATH=str(course / "jupyter"))
+    proc = subprocess.run([str(bin_dir / "nbgrader"), *args], cwd=course, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    return proc.stdout + proc.stderr
+
+
+def _cells(path: Path) -> list[tuple[str, str]]:
+    return [(c.cell_type, c.source) for c in nbformat.read(path, as_version=4).cells]
+
+
+def _submit(course: Path, student: str, nb: nbformat.NotebookNode) -> None:
+    folder = course / "submitted" / student / CHAPTER
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / NAME)
+
+
+GRADEBOOK = """
+import json, sys
+from nbgrader.api import Gradebook
+with Gradebook("sqlite:///gradebook.db") as gb:
+    out = {}
+    for student in sys.argv[2:]:
+        sub = gb.find_submission(sys.argv[1], student)
+        cells = gb.find_submission_notebook(sys.argv[1] + "_exercises", sys.argv[1],
+                                            student).grades
+        out[student] = {
+            "score": sub.score, "max_score": sub.max_score,
+            "needs_manual_grade": sub.needs_manual_grade,
+            "cells": {g.name: g.auto_score for g in cells},
+        }
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_nbgrader_releases_and_autogrades_chapter_3(
+    tmp_path: Path, nbgrader_bin: Path
+) -> None:
+    course = tmp_path / "course"
+    authoring.export_nbgrader(course, chapters=[CHAPTER])
+    _nbgrader(nbgrader_bin, course, "generate_assignment", CHAPTER, timeout=120)
+    released = course / "release" / CHAPTER / NAME
+    assert _cells(released) == _cells(ROOT / "exercises" / NAME)
+
+    master = nbformat.read(ROOT / "solutions" / NAME, as_version=4)
+    untouched = nbformat.read(ROOT / "exercises" / NAME, as_version=4)
+    partial = nbformat.read(ROOT / "exercises" / NAME, as_version=4)
+    solved = {c.source.split("(", 1)[0]: c.source for c in master.cells
+              if c.source.startswith("def ")}
+    for cell in partial.cells:
+        if cell.source.startswith("def batched_log_joint("):
+            cell.source = cell.source.replace(STUB, NO_AXIS)
+        elif cell.source.startswith("def vmapped_log_joint("):
+            cell.source = solved["def vmapped_log_joint"]
+    _submit(course, "solver", master)
+    _submit(course, "untouched", untouched)
+    _submit(course, "partial", partial)
+    _nbgrader(nbgrader_bin, course, "autograde", CHAPTER, timeout=420)
+
+    proc = subprocess.run(
+        [str(nbgrader_bin / "python"), "-c", GRADEBOOK, CHAPTER, "solver",
+         "untouched", "partial"],
+        cwd=course, capture_output=True, text=True, timeout=60, check=True)
+    grades = json.loads(proc.stdout)
+    names = ["batched_log_joint", "vmapped_log_joint", "sample_betas",
+             "elbo_value_and_grad", "ascent_step"]
+    fraction = round(check("bayes.batched_log_joint", _no_axis).score, 6)
+    assert grades == {
+        "solver": {"score": 5.0, "max_score": 5.0, "needs_manual_grade": False,
+                   "cells": dict.fromkeys(names, 1.0)},
+        "untouched": {"score": 0.0, "max_score": 5.0, "needs_manual_grade": False,
+                      "cells": dict.fromkeys(names, 0.0)},
+        "partial": {"score": pytest.approx(1 + fraction), "max_score": 5.0,
+                    "needs_manual_grade": False,
+                    "cells": {**dict.fromkeys(names, 0.0), "batched_log_joint":
+                              fraction, "vmapped_log_joint": 1.0}},
+    }
+
+
+@pytest.mark.slow
+def test_nbgrader_accepts_a_markdown_answer(tmp_path: Path, nbgrader_bin: Path) -> None:
+    # No chapter has one yet; nbgrader takes a Markdown solution only as a
+    # manually graded answer, and releases it as the course's generator does.
+    source = tmp_path / "solutions"
+    source.mkdir()
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {
+        "display_name": "Python 3 (ipykernel)", "language": "python",
+        "name": "python3"}})
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("Why batch?\n### BEGIN SOLUTION\nSpeed.\n"
+                                      "### END SOLUTION"),
+        nbformat.v4.new_code_cell("def relu(x):\n    ### BEGIN SOLUTION\n"
+                                  "    return max(x, 0)\n    ### END SOLUTION"),
+        nbformat.v4.new_code_cell('check_panel("mlp.relu", relu)'),
+        nbformat.v4.new_code_cell("print('only for the teacher')",
+                                  metadata={"tags": ["solution-only"]}),
+    ]
+    nbformat.write(nb, source / "99_tiny_exercises.ipynb")
+    course = tmp_path / "course"
+    authoring.export_nbgrader(course, source)
+    _nbgrader(nbgrader_bin, course, "generate_assignment", "99_tiny", timeout=120)
+    released = course / "release" / "99_tiny" / "99_tiny_exercises.ipynb"
+    student = authoring.student_notebook(nb, "99_tiny_exercises.ipynb")
+    assert _cells(released) == [(c.cell_type, c.source) for c in student.cells]
+    assert _cells(released)[0] == ("markdown", "Why batch?\nYOUR ANSWER HERE")
+    meta = nbformat.read(released, as_version=4).cells[0].metadata.nbgrader
+    assert (meta.grade, meta.solution, meta.points) == (True, True, 1)
+    shutil.rmtree(course)
