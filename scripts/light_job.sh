@@ -54,12 +54,15 @@ echo "light job: Colab simulation done at $((SECONDS - started)) s"
 
 cd "$here"
 # -p no:cacheprovider: the main run's cache is not this job's business.
-"$VENV/bin/python" -m pytest -p no:cacheprovider -q -m "not slow and not tensorflow" \
+"$VENV/bin/python" -m pytest -p no:cacheprovider -q \
+  -m "not slow and not tensorflow and not torch" \
+  tests/test_exercise_contract.py \
   tests/test_exercises_core.py tests/test_exercises_widgets.py \
   tests/test_exercises_notebooks.py \
   tests/test_exercises_mlp.py tests/test_exercises_bayes.py \
   tests/test_exercises_sharding.py tests/test_exercises_shard_map.py \
   tests/test_exercises_dp_zh.py tests/test_exercises_multiprocess.py \
-  tests/test_mesh_axis_types.py \
-  book/03_vmap_bayesian.ipynb
+  tests/test_mesh_axis_types.py
+# On its own: with the tests above, tests/conftest.py would mark it slow.
+"$VENV/bin/python" -m pytest -p no:cacheprovider -q book/03_vmap_bayesian.ipynb
 echo "light job: took $((SECONDS - started)) s"

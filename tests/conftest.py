@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
 from pathlib import Path
 
 import pytest
+from processes import forbid_processes, starts_a_process
 
 # Quiet TensorFlow's C++ start-up logs in test output.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -29,7 +31,7 @@ def hermetic_data(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv(data.DATA_DIR_ENV, str(root))
     for var in (data.DATASET_ENV, data.MNIST_DIR_ENV, data.FASHION_DIR_ENV):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(data, "MNIST_HOST", ("127.0.0.1", _closed_port()))
+    monkeypatch.setattr(data.sources, "MNIST_HOST", ("127.0.0.1", _closed_port()))
     # A fetched CJK font goes to the test's folder, never to the user's.
     monkeypatch.setenv("JAX_COURSE_FONT_DIR", str(tmp_path / "fonts"))
     return root
@@ -96,15 +98,63 @@ def execute_notebook():
     return run
 
 
-# Exercises whose checks need TensorFlow: their tests are marked, so that the
-# light job (Colab's packages, no TensorFlow) can leave them out.
-NEEDS_TENSORFLOW = {"mlp.tf_batches"}
+# ---- markers: what a test needs, and which tests are slow ---------------------
+
+# Exercises whose checks need a package that the light job (Colab's packages)
+# lacks: every test parametrized with one is marked with the package's name,
+# so that the job can leave it out. An entry ending in "." is a whole topic.
+NEEDS = {"tensorflow": ("mlp.tf_batches",), "torch": ("torch_data.",)}
 
 
+def _names(value: str, entries: tuple[str, ...]) -> bool:
+    return any(value == e or (e.endswith(".") and value.startswith(e))
+               for e in entries)
+
+
+def _is_slow(item: pytest.Item) -> bool:
+    """Whether ``item`` runs a notebook or, by its code, starts a process."""
+    if item.path.suffix == ".ipynb":
+        return True  # nbval executes the notebook in a kernel
+    functions = [getattr(item, "function", None)]
+    fixtures = getattr(item, "_fixtureinfo", None)
+    for name in getattr(item, "fixturenames", ()):
+        definitions = fixtures.name2fixturedefs.get(name) if fixtures else None
+        functions += [d.func for d in definitions or ()]
+    return any(starts_a_process(f) for f in functions if f is not None)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by these markers
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test parametrized with an exercise that needs TensorFlow."""
+    """Mark what needs TensorFlow or PyTorch, and what is slow."""
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        if any(value in NEEDS_TENSORFLOW for value in params.values()
-               if isinstance(value, str)):
-            item.add_marker(pytest.mark.tensorflow)
+        for package, exercises in NEEDS.items():
+            if any(_names(v, exercises) for v in params.values()
+                   if isinstance(v, str)):
+                item.add_marker(package)
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)
+
+
+# ---- the fast loop starts no process: --forbid-processes -------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--forbid-processes", action="store_true", default=False,
+        help="fail whatever starts a process (make test-fast: prove it starts none)",
+    )
+
+
+_GUARD = contextlib.ExitStack()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if session.config.getoption("--forbid-processes"):
+        _GUARD.enter_context(forbid_processes(
+            "this run starts no process (--forbid-processes); a test that "
+            "starts one is slow: see STARTS_A_PROCESS in tests/processes.py"))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    _GUARD.close()

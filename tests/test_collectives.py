@@ -8,14 +8,9 @@ interpreter (as in ``tests/test_exercises_sharding.py``).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
-
 import numpy as np
 import pytest
+from processes import MARK, run_script
 
 from jaxcourse.collectives import (
     NAMES,
@@ -26,20 +21,7 @@ from jaxcourse.collectives import (
     simulate,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
-MARK = "RESULT-JSON:"
 BLOCKS = np.arange(16, dtype=np.float32).reshape(4, 4)  # device d holds 4d..4d+3
-
-
-def run_script(code: str, timeout: int = 240) -> object:
-    """Run ``code`` in a fresh interpreter; return the JSON it printed after MARK."""
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True, text=True, timeout=timeout, cwd=ROOT,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = next(x for x in proc.stdout.splitlines() if x.startswith(MARK))
-    return json.loads(line[len(MARK):])
 
 
 # ---- the NumPy model -----------------------------------------------------------

@@ -15,9 +15,7 @@ from jaxcourse.exercises import (
     Case,
     Exercise,
     Observation,
-    TimeLimitError,
     by_chapter,
-    call_with_time_limit,
     check,
     exercise_ids,
     get,
@@ -25,6 +23,7 @@ from jaxcourse.exercises import (
     unregister,
 )
 from jaxcourse.exercises.messages import MESSAGES, message
+from jaxcourse.exercises.observe import TimeLimitError, call_with_time_limit
 
 
 def double(x):
@@ -256,7 +255,7 @@ def test_time_limit_without_signals_in_another_thread() -> None:
 
 
 def test_observation_round_trips_through_json() -> None:
-    from jaxcourse.exercises.core import Node, _to_value
+    from jaxcourse.exercises.observe import Node, _to_value
 
     value = _to_value([(np.arange(3, dtype=np.int32), jnp.ones((2, 2))), {"a": 1.5}])
     observed = Observation("value", value=value, mutated=0, printed=4)
@@ -344,7 +343,7 @@ def test_a_list_and_a_tuple_are_the_same_sequence() -> None:
 def test_where_says_in_words_which_part_is_wrong(
     path: tuple, language: str, words: str
 ) -> None:
-    from jaxcourse.exercises.core import where
+    from jaxcourse.exercises.judging import where
 
     assert where(path, language) == words
 

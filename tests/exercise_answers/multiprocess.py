@@ -1,0 +1,252 @@
+"""Answers to chapter 6's exercises (topic ``multiprocess``), as learners write them.
+
+What checking each must give is in ``multiprocess.toml``. The checks of
+``run_epoch`` and ``global_batch`` launch these answers in 2 real JAX
+processes (each copies the function's source into a worker script), so they
+must be module-level functions here.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import multihost_utils
+
+# ---- exercise 1: process_rows -------------------------------------------------
+
+
+def rows_ignoring_remainder(num_records, process_index, process_count):
+    share = num_records // process_count
+    return np.arange(num_records)[process_index * share:][:share]
+
+
+def rows_interleaved(num_records, process_index, process_count):
+    return np.arange(num_records)[process_index::process_count]
+
+
+def rows_rest_to_last(num_records, process_index, process_count):
+    bounds = [p * (num_records // process_count) for p in range(process_count)]
+    bounds.append(num_records)
+    return np.arange(bounds[process_index], bounds[process_index + 1])
+
+
+def rows_rounded_up(num_records, process_index, process_count):
+    per = -(-num_records // process_count)
+    return np.arange(process_index * per, min((process_index + 1) * per, num_records))
+
+
+def rows_one_based_rank(num_records, process_index, process_count):
+    return np.array_split(np.arange(num_records), process_count)[
+        (process_index + 1) % process_count]
+
+
+def rows_array_split(num_records, process_index, process_count):  # correct
+    return np.array_split(np.arange(num_records), process_count)[process_index]
+
+
+def rows_jnp_loop(num_records, process_index, process_count):  # correct
+    sizes = [num_records // process_count + (p < num_records % process_count)
+             for p in range(process_count)]
+    start = sum(sizes[:process_index])
+    return jnp.arange(start, start + sizes[process_index], dtype=jnp.int32)
+
+
+def rows_as_list(num_records, process_index, process_count):  # correct: a list
+    share, left = divmod(num_records, process_count)
+    first = sum(share + (p < left) for p in range(process_index))
+    return list(range(first, first + share + (process_index < left)))
+
+
+# ---- exercise 2: common_num_steps ---------------------------------------------
+
+
+def steps_largest_count(local_sizes, batch_size):
+    return max(size // batch_size for size in local_sizes)
+
+
+def steps_process_zero(local_sizes, batch_size):
+    return local_sizes[0] // batch_size
+
+
+def steps_rounded_up(local_sizes, batch_size):
+    return min(-(-size // batch_size) for size in local_sizes)
+
+
+def steps_average(local_sizes, batch_size):
+    return sum(local_sizes) // batch_size // len(local_sizes)
+
+
+def steps_global_batches(local_sizes, batch_size):
+    return sum(local_sizes) // batch_size
+
+
+def steps_with_numpy(local_sizes, batch_size):  # correct
+    return int(np.min(np.asarray(local_sizes)) // batch_size)
+
+
+def steps_with_jnp(local_sizes, batch_size):  # correct, a JAX integer
+    return jnp.min(jnp.asarray(local_sizes) // batch_size)
+
+
+def steps_with_a_loop(local_sizes, batch_size):  # correct, a NumPy integer
+    fewest = np.int64(local_sizes[0] // batch_size)
+    for size in local_sizes[1:]:
+        fewest = min(fewest, np.int64(size // batch_size))
+    return fewest
+
+
+# ---- exercise 3: sum_metrics --------------------------------------------------
+
+
+def metrics_in_dict_order(local_metrics, allreduce):
+    return {name: allreduce(value) for name, value in local_metrics.items()}
+
+
+def metrics_in_set_order(local_metrics, allreduce):
+    return {name: allreduce(local_metrics[name]) for name in set(local_metrics)}
+
+
+def metrics_not_reduced(local_metrics, allreduce):
+    return dict(sorted(local_metrics.items()))
+
+
+def metrics_one_array_dict_order(local_metrics, allreduce):
+    names = list(local_metrics)
+    return dict(zip(names, allreduce(np.array([local_metrics[n] for n in names])),
+                    strict=True))
+
+
+def metrics_skipping_zeros(local_metrics, allreduce):
+    # Skips a collective where this process's value happens to be 0: a hang.
+    return {n: allreduce(v) for n, v in sorted(local_metrics.items()) if v > 0.5}
+
+
+def metrics_sorted_items(local_metrics, allreduce):  # correct
+    return {name: float(allreduce(value))
+            for name, value in sorted(local_metrics.items())}
+
+
+def metrics_one_sorted_array(local_metrics, allreduce):  # correct: one collective
+    names = sorted(local_metrics)
+    totals = allreduce(jnp.array([local_metrics[n] for n in names], jnp.float32))
+    return {n: t for n, t in zip(names, np.asarray(totals), strict=True)}
+
+
+def metrics_plain_string_keys(local_metrics, allreduce):  # correct, fixed names
+    return {name: allreduce(local_metrics[name])
+            for name in sorted(str(k) for k in local_metrics)}
+
+
+# ---- exercise 4: run_epoch, launched --------------------------------------------
+
+
+def epoch_local_count(local_data, batch_size, step):
+    return [step(local_data[i * batch_size:(i + 1) * batch_size])
+            for i in range(len(local_data) // batch_size)]
+
+
+def epoch_max_count(local_data, batch_size, step):
+    counts = multihost_utils.process_allgather(np.int32(len(local_data) // batch_size))
+    return [step(local_data[i * batch_size:(i + 1) * batch_size])
+            for i in range(int(np.max(counts)))]
+
+
+def epoch_always_first_batch(local_data, batch_size, step):
+    counts = multihost_utils.process_allgather(np.int32(len(local_data) // batch_size))
+    return [step(local_data[:batch_size]) for _ in range(int(np.min(counts)))]
+
+
+def epoch_overlapping(local_data, batch_size, step):
+    counts = multihost_utils.process_allgather(np.int32(len(local_data) // batch_size))
+    return [step(local_data[i:i + batch_size]) for i in range(int(counts.min()))]
+
+
+def epoch_one_short(local_data, batch_size, step):
+    counts = multihost_utils.process_allgather(np.int32(len(local_data) // batch_size))
+    last = int(np.min(counts)) - 1
+    return [step(local_data[i * batch_size:(i + 1) * batch_size]) for i in range(last)]
+
+
+def epoch_with_break(local_data, batch_size, step):  # correct
+    sizes = multihost_utils.process_allgather(jnp.int32(local_data.shape[0]))
+    results = []
+    for start in range(0, len(local_data), batch_size):
+        if start + batch_size > int(sizes.min()):
+            break
+        results.append(step(local_data[start:start + batch_size]))
+    return results
+
+
+def epoch_while_loop(local_data, batch_size, step):  # correct
+    mine = np.array(len(local_data) // batch_size)
+    everyone = multihost_utils.process_allgather(mine)
+    results, i = [], 0
+    while i < int(everyone.min()):
+        results.append(step(local_data[i * batch_size:(i + 1) * batch_size]))
+        i += 1
+    return results
+
+
+def epoch_reshaped(local_data, batch_size, step):  # correct: a tuple of results
+    counts = multihost_utils.process_allgather(jnp.array(len(local_data) // batch_size))
+    steps = int(jnp.min(counts))
+    batches = np.asarray(local_data[:steps * batch_size]).reshape(steps, batch_size)
+    return tuple(step(batch) for batch in batches)
+
+
+# ---- exercise 5: global_batch, in one process and launched ------------------------
+
+
+def global_not_padded(local_batch, max_len, sharding):
+    return jax.make_array_from_process_local_data(sharding, local_batch)
+
+
+def global_pad_every_axis(local_batch, max_len, sharding):
+    extra = max_len - local_batch.shape[-1]
+    return jax.make_array_from_process_local_data(sharding, np.pad(local_batch, extra))
+
+
+def global_zeros_first(local_batch, max_len, sharding):
+    zeros = np.zeros((local_batch.shape[0], max_len - local_batch.shape[1]),
+                     local_batch.dtype)
+    padded = np.concatenate([zeros, local_batch], axis=1)
+    shape = (padded.shape[0] * jax.process_count(), max_len)
+    return jax.make_array_from_process_local_data(sharding, padded, shape)
+
+
+def global_left_on_host(local_batch, max_len, sharding):
+    return np.pad(local_batch, ((0, 0), (0, max_len - local_batch.shape[1])))
+
+
+def global_shape_of_this_process(local_batch, max_len, sharding):
+    padded = np.pad(local_batch, ((0, 0), (0, max_len - local_batch.shape[1])))
+    return jax.make_array_from_process_local_data(sharding, padded, padded.shape)
+
+
+def global_rows_per_device(local_batch, max_len, sharding):
+    rows, length = local_batch.shape
+    padded = np.pad(local_batch, ((0, 0), (0, max_len - length)))
+    shape = (rows * jax.device_count(), max_len)
+    return jax.make_array_from_process_local_data(sharding, padded, shape)
+
+
+def global_with_jnp(local_batch, max_len, sharding):  # correct
+    rows, length = local_batch.shape
+    padded = jnp.zeros((rows, max_len), local_batch.dtype).at[:, :length].set(
+        local_batch)
+    return jax.make_array_from_process_local_data(
+        sharding, padded, (jax.process_count() * rows, max_len))
+
+
+def global_shape_inferred(local_batch, max_len, sharding):  # correct once padded
+    width = max_len - local_batch.shape[1]
+    return jax.make_array_from_process_local_data(
+        sharding, np.pad(local_batch, [(0, 0), (0, width)]))
+
+
+def global_from_mesh_and_spec(local_batch, max_len, sharding):  # correct (docs)
+    padded = np.zeros((len(local_batch), max_len), np.float32)
+    padded[:, :local_batch.shape[1]] = local_batch
+    return multihost_utils.host_local_array_to_global_array(
+        padded, sharding.mesh, sharding.spec)
