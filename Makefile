@@ -11,10 +11,12 @@ setup:  ## create the environment, install everything, provision the data
 	bash scripts/setup.sh
 
 # The shared environment's editable install may point at another clone (CI
-# clones elsewhere); re-point it at this checkout when it does (a few seconds).
+# clones elsewhere), or predate the course's entry point; re-install it from
+# this checkout when it does (a few seconds).
 self:
-	@$(PY) -c "import jaxcourse, pathlib, sys; sys.exit(pathlib.Path(jaxcourse.__file__).resolve().parents[1] != pathlib.Path.cwd().resolve())" 2>/dev/null \
-	  || $(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	@$(PY) scripts/installed_here.py 2>/dev/null \
+	  || ($(PY) -m pip install --quiet --no-deps --no-build-isolation -e . \
+	      && $(PY) scripts/installed_here.py --stamp)
 
 data:  ## provision (or re-check) the offline dataset
 	$(PY) -m jaxcourse.data
@@ -29,8 +31,10 @@ light:  ## the Colab job: Python 3.12, Colab's packages, the first cell installs
 test: self lint light  ## the full suite: lint, the Colab job, unit tests, nbval over every notebook
 	$(PY) -m pytest
 
-test-fast: self  ## skip the slow tests
-	$(PY) -m pytest -m "not slow"
+# No notebook, no process (tests/conftest.py marks those slow, and
+# --forbid-processes fails anything that starts one): the edit-and-retest loop.
+test-fast: self  ## unit and contract tests in this process only (no notebook, no process)
+	$(PY) -m pytest -m "not slow" --forbid-processes
 
 book: self  ## build the HTML book from the stored outputs
 	bash scripts/fetch_widget_js.sh
@@ -39,7 +43,7 @@ book: self  ## build the HTML book from the stored outputs
 lab: self  ## open JupyterLab on the repository
 	$(VENV)/bin/jupyter lab
 
-exercises: self  ## regenerate the student notebooks from solutions/
+exercises: self  ## regenerate the student notebooks and the stored reference outputs
 	$(PY) -m jaxcourse.exercises.authoring
 
 bench: self  ## training-loop speed as ratios to the device-resident limit

@@ -7,6 +7,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${JAX_COURSE_VENV:-$HOME/.jax-course/venv}"
+NBGRADER_VENV="${JAX_COURSE_NBGRADER_VENV:-$HOME/.jax-course/venv-nbgrader}"
 APT_PACKAGES=(dataset-fashion-mnist openmpi-bin fonts-noto-cjk chromium chromium-driver)
 
 step() { printf '\n==> %s\n' "$*"; }
@@ -55,6 +56,22 @@ fi
 # Always re-point the editable install at this checkout (a clone elsewhere
 # may have taken it over); it takes a few seconds.
 "$VENV/bin/python" -m pip install --quiet --no-deps --no-build-isolation -e "$here"
+"$VENV/bin/python" "$here/scripts/installed_here.py" --stamp
+
+step "nbgrader environment: $NBGRADER_VENV"
+# Apart from the course's environment: installed there, nbgrader would turn on
+# its server and JupyterLab extensions in every learner's JupyterLab. It grades
+# with the course's Python as the notebooks' kernel (book/for_teachers.md).
+[ -x "$NBGRADER_VENV/bin/python" ] || "$VENV/bin/python" -m venv "$NBGRADER_VENV"
+nb_stamp="$NBGRADER_VENV/.jaxcourse-nbgrader-requirements.sha256"
+nb_want="$(sha256sum "$here/scripts/nbgrader-requirements.txt" | cut -d' ' -f1)"
+if [ "$(cat "$nb_stamp" 2>/dev/null)" != "$nb_want" ]; then
+  echo "installing nbgrader's pinned packages …"
+  "$NBGRADER_VENV/bin/python" -m pip install --quiet -r "$here/scripts/nbgrader-requirements.txt"
+  echo "$nb_want" > "$nb_stamp"
+else
+  echo "pinned packages already installed"
+fi
 
 step "Offline dataset"
 "$VENV/bin/python" -m jaxcourse.data

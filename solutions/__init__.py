@@ -8,3 +8,26 @@ of the exercises whose ids start with ``<topic>.`` (e.g. ``mlp.relu`` lives in
 ``python -m jaxcourse.exercises.authoring`` generates the student notebooks in
 ``exercises/``. See ``book/for_teachers.md``.
 """
+
+from jaxcourse.course import Topic
+
+#: The course's manifest, declared to the engine as the entry point
+#: ``jaxcourse.course`` (see pyproject.toml): one topic per chapter, in order.
+TOPICS: tuple[Topic, ...] = (
+    Topic("mlp", "solutions.mlp", "book/01_mlp_tfds.ipynb",
+          "solutions/01_mlp_tfds_exercises.ipynb"),
+    Topic("torch_data", "solutions.torch_data", "book/02_mlp_torch_data.ipynb",
+          "solutions/02_mlp_torch_data_exercises.ipynb"),
+    Topic("bayes", "solutions.bayes", "book/03_vmap_bayesian.ipynb",
+          "solutions/03_vmap_bayesian_exercises.ipynb"),
+    Topic("sharding", "solutions.sharding", "book/04_distributed_arrays.ipynb",
+          "solutions/04_distributed_arrays_exercises.ipynb", devices=8),
+    Topic("shard_map", "solutions.shard_map", "book/05_shard_map.ipynb",
+          "solutions/05_shard_map_exercises.ipynb", devices=8),
+    Topic("multiprocess", "solutions.multiprocess", "book/06_multi_process.ipynb",
+          "solutions/06_multi_process_exercises.ipynb"),
+    Topic("dp_zh", "solutions.dp_zh", "book/07_zh_data_parallel.ipynb",
+          "solutions/07_zh_data_parallel_exercises.ipynb", "zh-Hant", 8),
+    Topic("dp_zh_hans", "solutions.dp_zh_hans", "book/07_zh_hans_data_parallel.ipynb",
+          "solutions/07_zh_hans_data_parallel_exercises.ipynb", "zh-Hans", 8),
+)

@@ -1,8 +1,9 @@
 """The course's exercise system: checks, feedback, widgets and grading.
 
-A chapter's exercises are defined in ``solutions/<topic>.py`` (a reference
-function plus a checker spec, registered with :func:`register`). Learners call
-:func:`check_panel` in a notebook, or :func:`check` anywhere::
+A chapter's exercises are defined by its topic's module, which the course's
+manifest names (:mod:`jaxcourse.course`): reference functions plus checker
+specs (:mod:`~jaxcourse.exercises.spec`), registered with :func:`register`.
+Learners call :func:`check_panel` in a notebook, or :func:`check` anywhere::
 
     from jaxcourse.exercises import check, check_panel
     check_panel("mlp.relu", relu)      # a widget: Check, Hint, Show solution
@@ -15,25 +16,11 @@ by ``python -m jaxcourse.exercises.grading``.
 
 from __future__ import annotations
 
-from .core import (
-    Case,
-    Exercise,
-    Feedback,
-    Mistake,
-    Observation,
-    Result,
-    TimeLimitError,
-    by_chapter,
-    call_with_time_limit,
-    check,
-    exercise_ids,
-    get,
-    judge,
-    observe_all,
-    register,
-    unregister,
-)
+from .judging import Feedback, Result, check, judge
 from .messages import message
+from .observe import Observation, TimeLimitError, call_with_time_limit, observe_all
+from .registry import by_chapter, exercise_ids, get, register, unregister
+from .spec import Case, Exercise, Mistake
 
 __all__ = [
     "Case",
@@ -44,6 +31,7 @@ __all__ = [
     "Observation",
     "Result",
     "TimeLimitError",
+    "autograde",
     "by_chapter",
     "call_with_time_limit",
     "check",
@@ -64,4 +52,8 @@ def __getattr__(name: str) -> object:
         from . import widgets
 
         return getattr(widgets, name)
+    if name == "autograde":  # shows a check panel too
+        from . import nbgrader
+
+        return nbgrader.autograde
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

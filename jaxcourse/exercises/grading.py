@@ -42,17 +42,13 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from jaxcourse.course import topic as course_topic
 from jaxcourse.processes import become_subreaper
 
-from .core import (
-    Observation,
-    by_chapter,
-    exercise_ids,
-    get,
-    judge,
-    reference_observations,
-)
+from .judging import judge, reference_observations
 from .messages import message
+from .observe import Observation
+from .registry import by_chapter, exercise_ids, get
 from .runner import (
     Course,
     Run,
@@ -349,7 +345,7 @@ def _grade_all(todo, digests, results, rows_file, ids, language, jobs, timeout,
                memory_mb, case_limit, folders, course) -> None:
     # The reference outputs, computed before any submission runs.
     expected = {i: reference_observations(get(i)) for i in ids}
-    topics = sorted({f"solutions.{i.split('.', 1)[0]}" for i in ids})
+    topics = sorted({course_topic(i.split('.', 1)[0]).module for i in ids})
     with tempfile.TemporaryDirectory(prefix="jaxcourse-grade-") as root:
         settings = Settings(
             ids=ids, modules=["jax", "numpy", *topics], timeout=timeout,

@@ -257,7 +257,8 @@ def run_submission(notebook: Path, outbox: Path, ids: list[str], modules: list[s
     import nbformat
     from IPython.core.interactiveshell import InteractiveShell
 
-    from .core import Observation, get, observe_all
+    from .observe import Observation, observe_all
+    from .registry import get
 
     for name in modules:
         importlib.import_module(name)

@@ -1,0 +1,444 @@
+"""Judging: a function's observations against the reference's, and feedback.
+
+:func:`judge` compares what a learner's function did on each case with what
+the reference did (stored ahead of time, :mod:`jaxcourse.exercises.references`,
+or computed here), names a known mistake when a wrong answer matches one, and
+returns a :class:`Result` with one message per test, in the exercise's
+language. :func:`check` is observe-then-judge in one call; it never raises
+because of the learner's code.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .messages import explain_error, message, ordinal
+from .observe import Bad, Node, Observation, observe, observe_all
+from .registry import get
+from .spec import Case, Exercise
+
+__all__ = [
+    "GRADING_ENV",
+    "Feedback",
+    "Result",
+    "check",
+    "compare",
+    "grading_mode",
+    "judge",
+    "reference_observations",
+    "where",
+]
+
+#: Set to ``1`` by the grader: panels and explorers then skip their work.
+GRADING_ENV = "JAXCOURSE_GRADING"
+
+# --------------------------------------------------------------------------
+# Judging: observations against the reference, and the feedback
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """The verdict on one case: what was tried, and what went wrong if anything."""
+
+    test: str
+    passed: bool
+    message: str
+    problem: str = ""
+
+
+@dataclass(frozen=True)
+class Result:
+    """The outcome of checking one answer to one exercise.
+
+    ``passed`` is true when every test passed; ``score`` is the fraction of
+    tests passed; ``feedback`` holds one :class:`Feedback` per test.
+    ``status`` is "passed", "failed" or "not_attempted".
+    """
+
+    exercise_id: str
+    status: str
+    feedback: tuple[Feedback, ...]
+    language: str = "en"
+
+    @property
+    def passed(self) -> bool:
+        """Whether every test passed."""
+        return self.status == "passed"
+
+    @property
+    def n_passed(self) -> int:
+        """How many tests passed."""
+        return sum(f.passed for f in self.feedback)
+
+    @property
+    def n_tests(self) -> int:
+        """How many tests there are."""
+        return len(self.feedback)
+
+    @property
+    def score(self) -> float:
+        """Tests passed over tests run, between 0 and 1."""
+        return self.n_passed / self.n_tests if self.feedback else 0.0
+
+    @property
+    def messages(self) -> list[str]:
+        """One feedback message per test."""
+        return [f.message for f in self.feedback]
+
+    def summary(self) -> str:
+        """One deterministic line, e.g. ``"mlp.relu: 5/5 tests passed"``."""
+        if self.status == "not_attempted":
+            return message(
+                "summary_not_attempted", self.language, id=self.exercise_id,
+                total=self.n_tests,
+            )
+        return message(
+            "summary", self.language, id=self.exercise_id, passed=self.n_passed,
+            total=self.n_tests,
+        )
+
+    def report(self) -> str:
+        """Return the summary followed by one line per test."""
+        lines = [self.summary()]
+        lines += [("  ✓ " if f.passed else "  ✗ ") + f.message for f in self.feedback]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.report()
+
+    def to_dict(self) -> dict:
+        """Return a JSON-compatible summary."""
+        return {
+            "exercise": self.exercise_id,
+            "status": self.status,
+            "score": self.score,
+            "passed": self.passed,
+            "feedback": [
+                {"test": f.test, "passed": f.passed, "message": f.message}
+                for f in self.feedback
+            ],
+        }
+
+
+def _fmt(array: np.ndarray) -> str:
+    if array.size > 12 or array.ndim > 2:
+        return f"an array of shape {array.shape}"
+    text = np.array2string(
+        array, precision=4, separator=", ", suppress_small=True,
+        max_line_width=10_000,
+    )
+    return " ".join(text.split())
+
+
+def _structure(value: Any, language: str = "en") -> str:
+    if isinstance(value, np.ndarray):
+        return message("structure_array", language)
+    if isinstance(value, Bad):
+        return value.type
+    inner = ", ".join(_structure(v, language) for v in value.items)
+    if value.kind == "list":
+        return f"[{inner}]"
+    if value.kind == "tuple":
+        return f"({inner}{',' if len(value.items) == 1 else ''})"
+    return "{" + ", ".join(
+        f"{k!r}: {_structure(v, language)}"
+        for k, v in zip(value.keys, value.items, strict=True)
+    ) + "}"
+
+
+_SEQUENCES = frozenset({"list", "tuple"})
+
+
+def _same_structure(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+    if isinstance(a, Bad) or isinstance(b, Bad):
+        return False
+    # A list where the reference returns a tuple (or the reverse) is not what
+    # an exercise teaches: compare sequences by their items, not their type.
+    # An exercise that does ask for one type checks it with ``extract``.
+    same_kind = a.kind == b.kind or {a.kind, b.kind} <= _SEQUENCES
+    return (
+        same_kind and a.keys == b.keys and len(a.items) == len(b.items)
+        and all(_same_structure(x, y) for x, y in zip(a.items, b.items, strict=True))
+    )
+
+
+def _leaves(value: Any, path: tuple = ()) -> list[tuple[tuple, Any]]:
+    """Every array of ``value`` with its path: a tuple of indices and dict keys."""
+    if isinstance(value, Node):
+        out = []
+        labels = value.keys or range(len(value.items))
+        for label, item in zip(labels, value.items, strict=True):
+            out += _leaves(item, (*path, label))
+        return out
+    return [(path, value)]
+
+
+def where(path: tuple, language: str = "en") -> str:
+    """Say in words which part of a returned value ``path`` points to.
+
+    ``(0,)`` is "the first returned value" (「第 1 個回傳值」); ``(1, "w")`` is
+    "entry 'w' of the second returned value": a learner reads words, not
+    ``[1]['w']``.
+    """
+    text = ""
+    for depth, label in enumerate(path):
+        if isinstance(label, str):
+            key = "path_first_key" if depth == 0 else "path_key"
+            text = message(key, language, key=repr(label), whole=text)
+        else:
+            key = "path_first_item" if depth == 0 else "path_item"
+            text = message(key, language, n=label + 1, ordinal=ordinal(label + 1),
+                           whole=text)
+    return text
+
+
+def _kind(dtype: np.dtype) -> str:
+    if dtype.kind == "b":
+        return "bool"
+    if dtype.kind in "iu":
+        return "int_kind"
+    if dtype.kind in "fc" or dtype.name == "bfloat16":
+        return "float_kind"
+    return dtype.name
+
+
+def compare(expected: Any, got: Any, case: Case, language: str = "en") -> str:
+    """Return what is wrong with ``got`` against ``expected`` ("" if nothing)."""
+    if isinstance(got, Bad):
+        if got.type == "NoneType":
+            return message("returned_none", language)
+        if got.type == "tracer":
+            return message("returned_tracer", language)
+        return message(
+            "returned_type", language, type=got.type,
+            expected=message("array", language),
+        )
+    if not _same_structure(expected, got):
+        bad = next((leaf for _, leaf in _leaves(got) if isinstance(leaf, Bad)), None)
+        if isinstance(expected, np.ndarray) and isinstance(got, Node) or bad is None:
+            return message(
+                "wrong_structure", language, expected=_structure(expected, language),
+                got=_structure(got, language),
+            )
+        return message("returned_type", language, type=bad.type,
+                       expected=message("array", language))
+    for (path, exp), (_, out) in zip(_leaves(expected), _leaves(got), strict=True):
+        problem = _compare_arrays(exp, out, case, language)
+        if problem:
+            return message("at_path", language, where=where(path, language),
+                           problem=problem) if path else problem
+    return ""
+
+
+def _compare_arrays(
+    exp: np.ndarray, got: np.ndarray, case: Case, language: str
+) -> str:
+    if exp.shape != got.shape:
+        text = message("wrong_shape", language, expected=exp.shape, got=got.shape)
+        if exp.ndim >= 2 and got.shape == exp.shape[::-1]:
+            text += " (" + message("transposed", language) + ")"
+        return text
+    if case.dtype == "exact" and exp.dtype != got.dtype:
+        return message("wrong_dtype", language, expected=exp.dtype.name,
+                       got=got.dtype.name)
+    if case.dtype == "kind" and _kind(exp.dtype) != _kind(got.dtype):
+        return message("wrong_kind", language,
+                       expected=message(_kind(exp.dtype), language)
+                       if _kind(exp.dtype).endswith("_kind") else _kind(exp.dtype),
+                       got=got.dtype.name)
+    e = exp.astype(np.float64) if exp.dtype.kind == "b" else exp
+    g = got.astype(np.float64) if got.dtype.kind in "biu" or got.dtype.name == \
+        "bfloat16" else got
+    e = e.astype(np.float64) if e.dtype.kind in "iu" or e.dtype.name == "bfloat16" \
+        else e
+    if g.dtype.kind in "fc":
+        nans = np.isnan(g) & ~np.isnan(e)
+        if nans.any():
+            return message("has_nan", language, count=int(nans.sum()), size=g.size)
+    if not np.allclose(g, e, rtol=case.rtol, atol=case.atol, equal_nan=True):
+        diff = np.abs(np.asarray(g, np.complex128) - np.asarray(e, np.complex128))
+        diff = np.where(np.isnan(diff), np.inf, diff)
+        where = np.unravel_index(int(np.argmax(diff)), diff.shape) if diff.ndim else ()
+        index = tuple(int(i) for i in where)
+        if exp.size > 12 or exp.ndim > 2:
+            wrong = ~np.isclose(g, e, rtol=case.rtol, atol=case.atol, equal_nan=True)
+            return message(
+                "wrong_values_large", language, count=int(wrong.sum()), size=exp.size,
+                diff=float(diff.max()), index=index, expected=float(np.real(e[where])),
+                got=float(np.real(g[where])),
+            )
+        return message(
+            "wrong_values", language, expected=_fmt(exp), got=_fmt(got),
+            diff=float(diff.max()), index=index,
+        )
+    return ""
+
+
+_REFERENCE_CACHE: dict[tuple[str, int], list[Observation]] = {}
+_MISTAKE_CACHE: dict[tuple[str, int, int, int], Observation] = {}
+
+
+def _stored(exercise: Exercise) -> Any:
+    # The outputs stored ahead of time, when fresh (None: compute them live).
+    from .references import stored_outputs
+
+    return stored_outputs(exercise)
+
+
+def reference_observations(exercise: Exercise) -> list[Observation]:
+    """Return the reference's observations on every case (cached; never fails).
+
+    They come from the store written ahead of time
+    (:mod:`jaxcourse.exercises.references`) while it is fresh, else (and for
+    outputs too large to store) from running the reference here.
+    """
+    key = (exercise.id, id(exercise))
+    if key not in _REFERENCE_CACHE:
+        stored = _stored(exercise)
+        known = stored.reference if stored is not None else [None] * len(
+            exercise.cases)
+        observed = [k if k is not None else observe(exercise.reference, c, None)
+                    for k, c in zip(known, exercise.cases, strict=True)]
+        for case, obs in zip(exercise.cases, observed, strict=True):
+            if obs.kind != "value":
+                raise RuntimeError(
+                    f"the reference of {exercise.id} fails on "
+                    f"{case.description!r}: {obs.kind} {obs.error}"
+                )
+        _REFERENCE_CACHE[key] = observed
+    return _REFERENCE_CACHE[key]
+
+
+def _diagnose(exercise: Exercise, index: int, got: Observation) -> str:
+    case = exercise.cases[index]
+    if case.transform in ("grad", "vectorized"):
+        return ""
+    stored: Any = False  # looked up once, when a mistake is first needed
+    for number, mistake in enumerate(exercise.mistakes):
+        key = (exercise.id, id(exercise), index, number)
+        if key not in _MISTAKE_CACHE:
+            if stored is False:
+                stored = _stored(exercise)
+            known = stored.mistake(index, number) if stored is not None else None
+            _MISTAKE_CACHE[key] = known if known is not None else observe(
+                mistake.function, case, None)
+        wrong = _MISTAKE_CACHE[key]
+        if wrong.kind == "value" and not compare(wrong.value, got.value, case):
+            return mistake.message
+    return ""
+
+
+def _verdict(
+    exercise: Exercise, index: int, expected: Observation, got: Observation
+) -> Feedback:
+    case, lang = exercise.cases[index], exercise.language
+    name = "trace" if case.transform == "vectorized" else case.transform
+    transform = message(f"under_{name}", lang) if name != "call" else ""
+    problem = ""
+    if got.kind == "not_attempted":
+        problem = message("not_attempted", lang)
+    elif got.kind == "missing" and got.error:
+        problem = message("not_callable", lang, name=exercise.function_name,
+                          type=got.error)
+    elif got.kind == "missing":
+        problem = message("missing_function", lang, name=exercise.function_name)
+    elif got.kind == "timeout":
+        problem = message("timeout", lang, seconds=got.seconds)
+    elif got.kind == "skipped":
+        problem = message("skipped_after_timeout", lang)
+    elif got.kind == "error":
+        if transform:
+            problem = message("raised_under", lang,
+                              error=explain_error(got.error, lang), transform=transform)
+        else:
+            problem = message("raised", lang, error=explain_error(got.error, lang))
+        if got.category == "concretization":
+            problem += ": " + message("jit_advice", lang)
+        elif got.category == "tracer_leak":
+            problem += ": " + message("tracer_leak", lang)
+    elif case.transform == "vectorized":
+        counts = got.value if isinstance(got.value, np.ndarray) else np.zeros(0)
+        small, large = (int(c) for c in counts.ravel()[:2]) if counts.size >= 2 \
+            else (0, 1)
+        if small != large:
+            problem = message(
+                "not_vectorized", lang, small=small, large=large,
+                n_small=case.sizes[0], n_large=case.sizes[1],
+            )
+    else:
+        problem = compare(expected.value, got.value, case, lang)
+        if problem:
+            mistake = _diagnose(exercise, index, got)
+            if mistake:
+                problem += " — " + mistake
+        elif got.mutated:
+            problem = message("mutated_input", lang, arg=got.mutated)
+    if problem:
+        text = message("failed", lang, test=case.description, problem=problem)
+        return Feedback(case.description, False, text, problem)
+    return Feedback(case.description, True, message("ok", lang, test=case.description))
+
+
+def judge(
+    exercise: Exercise,
+    observations: Sequence[Observation],
+    expected: Sequence[Observation] | None = None,
+) -> Result:
+    """Compare a function's observations with the reference's; write feedback.
+
+    ``expected`` defaults to the reference's observations, computed here.
+    """
+    if expected is None:
+        expected = reference_observations(exercise)
+    if len(observations) != len(exercise.cases):
+        raise ValueError(
+            f"{exercise.id} has {len(exercise.cases)} cases, "
+            f"got {len(observations)} observations"
+        )
+    feedback = tuple(
+        _verdict(exercise, i, e, o)
+        for i, (e, o) in enumerate(zip(expected, observations, strict=True))
+    )
+    if observations and all(o.kind == "not_attempted" for o in observations):
+        status = "not_attempted"
+    elif all(f.passed for f in feedback):
+        status = "passed"
+    else:
+        status = "failed"
+    return Result(exercise.id, status, feedback, exercise.language)
+
+
+def check(
+    exercise_id: str, answer: Any, *, time_limit: float | None = None
+) -> Result:
+    """Check ``answer`` against exercise ``exercise_id``; never raises for it.
+
+    Parameters
+    ----------
+    exercise_id : str
+        A registered id, e.g. ``"mlp.relu"``.
+    answer : callable
+        The learner's function.
+    time_limit : float, optional
+        Seconds per test; by default the exercise's own limit.
+
+    Returns
+    -------
+    Result
+        ``passed``, ``score`` and one feedback message per test.
+    """
+    exercise = get(exercise_id)
+    return judge(exercise, observe_all(exercise, answer, time_limit))
+
+
+def grading_mode() -> bool:
+    """Whether the classroom grader is running this process."""
+    return os.environ.get(GRADING_ENV) == "1"

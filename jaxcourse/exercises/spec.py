@@ -1,0 +1,195 @@
+"""What an exercise is: its cases, its known mistakes, its reference.
+
+An :class:`Exercise` pairs a reference implementation with :class:`Case` s,
+each a seeded input and a way to call the function on it (plainly, under
+``jax.jit``, ``jax.grad``, ``jax.vmap``, or traced to count its operations),
+and :class:`Mistake` s, known wrong answers that name a learner's slip. A
+topic's module defines them and hands them to
+:func:`jaxcourse.exercises.registry.register`; nothing here runs them.
+"""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .messages import message
+
+__all__ = [
+    "Case",
+    "DTYPE_POLICIES",
+    "Exercise",
+    "Mistake",
+    "TRANSFORMS",
+]
+
+TRANSFORMS = ("call", "jit", "grad", "vmap", "vectorized")
+DTYPE_POLICIES = ("exact", "kind", "any")
+
+
+# --------------------------------------------------------------------------
+# Definitions
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    """One test of an exercise: a seeded input and how the function is called.
+
+    Parameters
+    ----------
+    description : str
+        What is tried, in the exercise's language, e.g.
+        ``"relu(x) for x = [-2, -0.5, 0, 0.5, 2]"``.
+    inputs : callable
+        ``inputs(rng)`` returns the positional arguments as a tuple, from a
+        ``numpy.random.Generator`` seeded with ``seed``. For the
+        ``"vectorized"`` transform it is called as ``inputs(rng, n)`` for each
+        batch size ``n`` in ``sizes``. Arguments that are arrays, or pytrees of
+        arrays, are traced by the transforms; the others (ints, dtypes, floats)
+        stay static.
+    transform : {"call", "jit", "grad", "vmap", "vectorized"}
+        ``"call"`` calls the function as is (and checks its inputs are left
+        unchanged); ``"jit"``, ``"grad"`` (of the sum of the output, with
+        respect to the traced argument ``argnums``) and ``"vmap"`` (over
+        ``in_axes``) transform it first; ``"vectorized"`` traces it for two
+        batch sizes and fails if the program grows with the batch (a Python
+        loop over the examples).
+    kwargs : dict
+        Static keyword arguments.
+    seed : int
+        Seed of the generator handed to ``inputs``.
+    rtol, atol : float
+        Tolerances of the value comparison.
+    dtype : {"exact", "kind", "any"}
+        ``"exact"``: the dtype must equal the reference's; ``"kind"``: only the
+        kind (floating, integer, bool) must match; ``"any"``: not checked.
+    argnums : int
+        For ``"grad"``: which traced argument to differentiate.
+    in_axes : int or tuple
+        For ``"vmap"``.
+    sizes : tuple of int
+        For ``"vectorized"``: the two batch sizes.
+    extract : callable, optional
+        Applied to the output before it is compared, to check a property
+        rather than (or besides) the values, e.g. for a sharding exercise
+        ``lambda out: (out, np.array(out.sharding.shard_shape(out.shape)))``.
+        It runs beside the learner's code; an error in it fails the test.
+    runner : callable, optional
+        For ``"call"``: ``runner(function, *args, **kwargs)`` makes the call
+        instead of ``function(*args, **kwargs)``, e.g. to run the function in
+        several launched processes and return what each one returned. An
+        exception it raises is reported like one of the function's.
+    """
+
+    description: str
+    inputs: Callable[..., tuple]
+    transform: str = "call"
+    kwargs: dict = field(default_factory=dict)
+    seed: int = 0
+    rtol: float = 1e-5
+    atol: float = 1e-6
+    dtype: str = "exact"
+    argnums: int = 0
+    in_axes: Any = 0
+    sizes: tuple[int, int] = (4, 32)
+    extract: Callable[[Any], Any] | None = None
+    runner: Callable[..., Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.transform not in TRANSFORMS:
+            raise ValueError(f"transform must be one of {TRANSFORMS}")
+        if self.dtype not in DTYPE_POLICIES:
+            raise ValueError(f"dtype must be one of {DTYPE_POLICIES}")
+
+    def make_inputs(self, n: int | None = None) -> tuple:
+        """Build this case's arguments afresh (same seed, same values)."""
+        rng = np.random.default_rng(self.seed)
+        args = self.inputs(rng) if n is None else self.inputs(rng, n)
+        return tuple(args)
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A known wrong answer, recognised by its output to name the problem.
+
+    When a learner's output fails a case but equals what ``function`` returns
+    on the same input, the feedback adds ``message`` (e.g. "did you take the
+    argmax along axis 0?").
+    """
+
+    message: str
+    function: Callable
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """An exercise: its id, title, reference, cases, hints and language.
+
+    Parameters
+    ----------
+    id : str
+        Stable id ``"<topic>.<name>"``; the exercise is defined in
+        ``solutions/<topic>.py``, which registers it on import.
+    title : str
+        Short title, in the exercise's language.
+    reference : callable
+        The reference implementation; its source is the shown solution.
+    cases : sequence of Case
+        The tests, in order.
+    chapter : str
+        The chapter it belongs to (the notebook stem, e.g. ``"01_mlp_tfds"``).
+    hints : sequence of str
+        Revealed one at a time, in order.
+    mistakes : sequence of Mistake
+        Known wrong answers, to name a learner's mistake.
+    language : {"en", "zh-Hant"}
+        Language of every message, button and summary.
+    time_limit : float
+        Seconds one case may run before it counts as hanging.
+    function_name : str, optional
+        The learner's function name; by default the reference's.
+    devices : int
+        How many JAX devices its cases need (e.g. 8 for a 4x2 mesh). The
+        grader gives its processes that many simulated CPU devices, with
+        :func:`jaxcourse.devices.use_cpu_devices`, before JAX starts.
+    """
+
+    id: str
+    title: str
+    reference: Callable
+    cases: Sequence[Case]
+    chapter: str = ""
+    hints: Sequence[str] = ()
+    mistakes: Sequence[Mistake] = ()
+    language: str = "en"
+    time_limit: float = 5.0
+    function_name: str | None = None
+    devices: int = 1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cases", tuple(self.cases))
+        object.__setattr__(self, "hints", tuple(self.hints))
+        object.__setattr__(self, "mistakes", tuple(self.mistakes))
+        if self.function_name is None:
+            object.__setattr__(self, "function_name", self.reference.__name__)
+        if "." not in self.id:
+            raise ValueError(f"exercise id {self.id!r} must read '<topic>.<name>'")
+        message("check", self.language)  # validates the language
+
+    @property
+    def topic(self) -> str:
+        """The part of the id before the dot: the ``solutions`` module."""
+        return self.id.split(".", 1)[0]
+
+    def solution_source(self) -> str:
+        """Return the reference implementation's source code."""
+        try:
+            return textwrap.dedent(inspect.getsource(self.reference)).rstrip() + "\n"
+        except (OSError, TypeError):
+            return ""
