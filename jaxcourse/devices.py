@@ -139,10 +139,9 @@ def mesh_devices(count: int, what: str = "this", first_cell: int | None = None) 
     devices = jax.devices()
     if len(devices) < count:
         devices = jax.devices("cpu")
-    if len(devices) < count:
-        raise DeviceSetupError(
-            f"{what} needs {count} devices and JAX has {len(devices)}: restart the "
-            f"kernel and run the first cell (use_cpu_devices("
-            f"{count if first_cell is None else first_cell})) first"
-        )
-    return devices[:count]
+    if len(devices) >= count:
+        return devices[:count]
+    first = count if first_cell is None else first_cell
+    raise DeviceSetupError(f"{what} needs {count} devices and JAX has {len(devices)}: "
+                           "restart the kernel and run the first cell "
+                           f"(use_cpu_devices({first})) first")

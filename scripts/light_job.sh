@@ -38,13 +38,9 @@ if [ ! -x "$VENV/bin/python" ]; then
   python="$(find_python)" || { echo "error: Python $version is required for the light job" >&2; exit 1; }
   "$python" -m venv "$VENV"
 fi
-stamp="$VENV/.jaxcourse-colab-requirements.sha256"
-want="$(sha256sum "$here/scripts/colab-requirements.txt" | cut -d' ' -f1)"
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "light job: installing Colab's packages into $VENV (once)"
-  "$VENV/bin/python" -m pip install --quiet -r "$here/scripts/colab-requirements.txt"
-  echo "$want" > "$stamp"
-fi
+# shellcheck source=scripts/pins.sh
+source "$here/scripts/pins.sh"
+install_pins "$VENV" "$here/scripts/colab-requirements.txt" "light job: Colab's packages"
 # A fresh Colab runtime has no course: the first cell must install it.
 "$VENV/bin/python" -m pip uninstall --quiet --yes jaxcourse >/dev/null 2>&1 || true
 echo "light job: Python $("$VENV/bin/python" -c 'import platform; print(platform.python_version())'), environment ready in $((SECONDS - started)) s"

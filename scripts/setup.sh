@@ -10,6 +10,9 @@ VENV="${JAX_COURSE_VENV:-$HOME/.jax-course/venv}"
 NBGRADER_VENV="${JAX_COURSE_NBGRADER_VENV:-$HOME/.jax-course/venv-nbgrader}"
 APT_PACKAGES=(dataset-fashion-mnist openmpi-bin fonts-noto-cjk chromium chromium-driver)
 
+# shellcheck source=scripts/pins.sh
+source "$here/scripts/pins.sh"
+
 step() { printf '\n==> %s\n' "$*"; }
 
 step "System packages: ${APT_PACKAGES[*]}"
@@ -44,15 +47,8 @@ if [ ! -x "$VENV/bin/python" ]; then
   [ -n "$python" ] || { echo "error: Python 3.11 is required" >&2; exit 1; }
   "$python" -m venv "$VENV"
 fi
-stamp="$VENV/.jaxcourse-requirements.sha256"
-want="$(sha256sum "$here/requirements.txt" | cut -d' ' -f1)"
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  echo "installing the pinned packages (several GB the first time) …"
-  "$VENV/bin/python" -m pip install --quiet -r "$here/requirements.txt"
-  echo "$want" > "$stamp"
-else
-  echo "pinned packages already installed"
-fi
+install_pins "$VENV" "$here/requirements.txt" \
+  "the pinned packages (several GB the first time)"
 # Always re-point the editable install at this checkout (a clone elsewhere
 # may have taken it over); it takes a few seconds.
 "$VENV/bin/python" -m pip install --quiet --no-deps --no-build-isolation -e "$here"
@@ -63,15 +59,8 @@ step "nbgrader environment: $NBGRADER_VENV"
 # its server and JupyterLab extensions in every learner's JupyterLab. It grades
 # with the course's Python as the notebooks' kernel (book/for_teachers.md).
 [ -x "$NBGRADER_VENV/bin/python" ] || "$VENV/bin/python" -m venv "$NBGRADER_VENV"
-nb_stamp="$NBGRADER_VENV/.jaxcourse-nbgrader-requirements.sha256"
-nb_want="$(sha256sum "$here/scripts/nbgrader-requirements.txt" | cut -d' ' -f1)"
-if [ "$(cat "$nb_stamp" 2>/dev/null)" != "$nb_want" ]; then
-  echo "installing nbgrader's pinned packages …"
-  "$NBGRADER_VENV/bin/python" -m pip install --quiet -r "$here/scripts/nbgrader-requirements.txt"
-  echo "$nb_want" > "$nb_stamp"
-else
-  echo "pinned packages already installed"
-fi
+install_pins "$NBGRADER_VENV" "$here/scripts/nbgrader-requirements.txt" \
+  "nbgrader's pinned packages"
 
 step "Offline dataset"
 "$VENV/bin/python" -m jaxcourse.data

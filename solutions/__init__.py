@@ -1,9 +1,14 @@
 """Reference implementations of every exercise in the course.
 
-One module per topic: ``solutions/<topic>.py`` holds the reference functions
-of the exercises whose ids start with ``<topic>.`` (e.g. ``mlp.relu`` lives in
+One module per topic: ``solutions/<topic>.py`` (with, where it would grow too
+long, helper modules ``<topic>_harness``, ``<topic>_checks``,
+``<topic>_mistakes``) holds the reference functions of the exercises whose ids
+start with ``<topic>.`` (e.g. ``mlp.relu`` lives in
 :mod:`solutions.mlp`) and registers their checker specs with
-:func:`jaxcourse.exercises.register` when imported. The solution notebooks
+:func:`jaxcourse.exercises.register` when imported; chapter 7's
+Simplified-Chinese edition (``dp_zh_hans``) is registered by
+:mod:`solutions.dp_zh` from a generated table of texts. :data:`TOPICS` is the
+manifest through which the engine finds them. The solution notebooks
 (``*_exercises.ipynb``, executed) are the masters from which
 ``python -m jaxcourse.exercises.authoring`` generates the student notebooks in
 ``exercises/``. See ``book/for_teachers.md``.
@@ -28,6 +33,6 @@ TOPICS: tuple[Topic, ...] = (
           "solutions/06_multi_process_exercises.ipynb"),
     Topic("dp_zh", "solutions.dp_zh", "book/07_zh_data_parallel.ipynb",
           "solutions/07_zh_data_parallel_exercises.ipynb", "zh-Hant", 8),
-    Topic("dp_zh_hans", "solutions.dp_zh_hans", "book/07_zh_hans_data_parallel.ipynb",
+    Topic("dp_zh_hans", "solutions.dp_zh", "book/07_zh_hans_data_parallel.ipynb",
           "solutions/07_zh_hans_data_parallel_exercises.ipynb", "zh-Hans", 8),
 )

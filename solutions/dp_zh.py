@@ -1,9 +1,12 @@
-"""Reference solutions of chapter 7's exercises (Traditional Chinese).
+"""Reference solutions of chapter 7's exercises, in both Chinese editions.
 
 Importing this module registers the exercises ``dp_zh.global_normalize``,
 ``dp_zh.split_for_devices``, ``dp_zh.replicate``, ``dp_zh.pmap_step``,
 ``dp_zh.data_parallel_grads`` and ``dp_zh.shard_map_normalize`` with
-:mod:`jaxcourse.exercises`, all in Traditional Chinese (``language="zh-Hant"``).
+:mod:`jaxcourse.exercises`, all in Traditional Chinese (``language="zh-Hant"``),
+and their Simplified-Chinese twins ``dp_zh_hans.*`` (``language="zh-Hans"``),
+whose texts come from ``dp_zh_hans_texts.json``, generated from this module
+by ``python -m jaxcourse.zh_hans``.
 
 Three of them run on 8 devices (``jax.pmap`` over 8 devices, a mesh of 8) and
 say so with ``devices=8``: the process that checks them must have called
@@ -20,6 +23,7 @@ checks train exactly the same thing; the checks use smaller layer sizes.
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -29,6 +33,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxcourse.exercises import Case, Exercise, Mistake, register
+from jaxcourse.exercises.editions import edition, read_texts
 
 CHAPTER = "07_zh_data_parallel"
 NUM_DEVICES = 8
@@ -269,7 +274,7 @@ def _shard_map_grads(per_device):
     return grads
 
 
-register(
+EXERCISES = register(
     Exercise(
         id="dp_zh.global_normalize",
         devices=NUM_DEVICES,
@@ -531,6 +536,14 @@ register(
         ],
     ),
 )
+
+# The Simplified-Chinese edition of chapter 7 (topic dp_zh_hans): the same
+# exercises, checked the same way, with every text a learner reads taken from
+# the table that `python -m jaxcourse.zh_hans` generates from the texts above.
+register(*edition(
+    EXERCISES, read_texts(Path(__file__).with_name("dp_zh_hans_texts.json")),
+    key="dp_zh_hans", chapter="07_zh_hans_data_parallel", language="zh-Hans",
+))
 
 __all__ = [
     "NUM_DEVICES",

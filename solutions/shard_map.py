@@ -12,59 +12,38 @@ Every function takes its arrays and then ``mesh``, a one-axis ``Auto`` mesh
 built by :func:`jaxcourse.collectives.line_mesh` (axis ``"i"``, or
 ``"batch"`` for the gradients). The checks run each answer on meshes of 8 and
 4 devices, so a device count written into the code fails, and compare the
-values, where the result lives (:func:`layout`) and, for the exercises about
-communication, which collectives XLA compiled into the program.
+values, where the result lives (its layout) and, for the exercises about
+communication, which collectives XLA compiled into the program. How the cases
+are built is :mod:`solutions.shard_map_checks`'s part; the known wrong answers
+are in :mod:`solutions.shard_map_mistakes`.
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
-from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jaxcourse.collectives import line_mesh, ring_pairs
+from jaxcourse.collectives import ring_pairs
 from jaxcourse.exercises import Case, Exercise, Mistake, register
-from jaxcourse.exercises.sharding_explorer import COLLECTIVES, collective_counts
+from jaxcourse.exercises.explorers_sharding import COLLECTIVES
+from solutions import shard_map_mistakes as wrong
+from solutions.shard_map_checks import (
+    leaf_layouts,
+    leaf_values,
+    linear_loss,
+    matmul_inputs,
+    only_collectives,
+    place,  # noqa: F401  the notebooks import it from here, with linear_loss
+    regression_inputs,
+    rows_inputs,
+    standard_cases,
+    vector_inputs,
+)
 
 CHAPTER = "05_shard_map"
 DEVICES = 8
 TIME_LIMIT = 30.0  # seconds per test: each compiles a program for 8 devices
-
-
-# --------------------------------------------------------------------------
-# Helpers shared by the checks and the notebooks
-# --------------------------------------------------------------------------
-
-
-def layout(array: jax.Array) -> np.ndarray:
-    """Return where each piece of ``array`` lives, as an int array.
-
-    Shape ``(devices, ndim, 2)``: for device ``d`` (in id order) and dimension
-    ``k``, the start and stop of the slice device ``d`` holds. A replicated
-    scalar on 8 devices is ``(8, 0, 2)``; on one device, ``(1, 0, 2)``.
-    """
-    if not isinstance(array, jax.Array):
-        raise TypeError(f"got a {type(array).__name__}, not a jax.Array on the "
-                        "mesh: return what jax.shard_map returns")
-    index_map = array.sharding.devices_indices_map(array.shape)
-    rows = []
-    for device in sorted(index_map, key=lambda d: d.id):
-        index = index_map[device]
-        rows.append([s.indices(n)[:2] for s, n in zip(index, array.shape, strict=True)])
-    return np.array(rows, dtype=np.int32).reshape(len(rows), array.ndim, 2)
-
-
-def place(array: np.ndarray, mesh: jax.sharding.Mesh, spec: P) -> jax.Array:
-    """Put a NumPy array on ``mesh`` with ``spec``."""
-    return jax.device_put(array, NamedSharding(mesh, spec))
-
-
-def linear_loss(params: dict, inputs: jax.Array, targets: jax.Array) -> jax.Array:
-    """Mean over the examples of the squared error of a linear model."""
-    predictions = inputs @ params["w"] + params["b"]
-    return jnp.mean(jnp.sum((predictions - targets) ** 2, axis=-1))
 
 
 # --------------------------------------------------------------------------
@@ -136,281 +115,6 @@ def data_parallel_grads(params, inputs, targets, mesh):
                          out_specs=P())(params, inputs, targets)
 
 
-# --------------------------------------------------------------------------
-# Checker specs: inputs, extracts and known wrong answers
-# --------------------------------------------------------------------------
-
-
-def _values(out) -> tuple:
-    return tuple(np.asarray(leaf) for leaf in jax.tree.leaves(out))
-
-
-def _layouts(out) -> tuple:
-    return tuple(layout(leaf) for leaf in jax.tree.leaves(out))
-
-
-def _present(function, *args) -> np.ndarray:
-    """Runner: which collectives XLA compiles into ``function(*arrays, mesh)``.
-
-    One 0/1 entry per name in COLLECTIVES: presence, not counts, so an answer
-    that XLA happens to compile into two all-gathers instead of one still
-    passes.
-    """
-    *arrays, mesh = args
-    counts = collective_counts(lambda *a: function(*a, mesh), *arrays)
-    return (counts > 0).astype(np.int32)
-
-
-def _vector(n: int, length: int):
-    def make(rng: np.random.Generator) -> tuple:
-        mesh = line_mesh(n)
-        x = rng.normal(size=length).astype(np.float32)
-        return place(x, mesh, P("i")), mesh
-
-    return make
-
-
-def _matmul(n: int, m: int, k: int, f: int, lhs_spec: P):
-    def make(rng: np.random.Generator) -> tuple:
-        mesh = line_mesh(n)
-        lhs = rng.normal(size=(m, k)).astype(np.float32)
-        rhs = rng.normal(size=(k, f)).astype(np.float32)
-        return place(lhs, mesh, lhs_spec), place(rhs, mesh, P("i", None)), mesh
-
-    return make
-
-
-def _rows(n: int, rows: int, cols: int):
-    def make(rng: np.random.Generator) -> tuple:
-        mesh = line_mesh(n)
-        x = rng.normal(size=(rows, cols)).astype(np.float32)
-        return place(x, mesh, P("i", None)), mesh
-
-    return make
-
-
-def _regression(n: int, examples: int, features: int, outputs: int):
-    def make(rng: np.random.Generator) -> tuple:
-        mesh = line_mesh(n, "batch")
-        params = {"w": rng.normal(size=(features, outputs)).astype(np.float32),
-                  "b": rng.normal(size=(outputs,)).astype(np.float32)}
-        inputs = rng.normal(size=(examples, features)).astype(np.float32)
-        targets = rng.normal(size=(examples, outputs)).astype(np.float32)
-        return (place(params, mesh, P()), place(inputs, mesh, P("batch")),
-                place(targets, mesh, P("batch")), mesh)
-
-    return make
-
-
-def _only(*names: str) -> str:
-    return "the compiled program contains " + " and ".join(names) + \
-        " and no other collective (of " + ", ".join(COLLECTIVES) + ")"
-
-
-def _cases(sizes: tuple[str, str], make8, make4, spec_text: str,
-           communication: str | None) -> list[Case]:
-    cases = [
-        Case(f"values on a mesh of 8 devices ({sizes[0]})", make8, extract=_values,
-             rtol=1e-4, atol=1e-4),
-        Case(f"values on a mesh of 4 devices ({sizes[1]})", make4,
-             extract=_values, rtol=1e-4, atol=1e-4),
-        Case(f"the result is laid out as {spec_text} (the slice each device "
-             "holds, 8 devices)", make8, extract=_layouts),
-    ]
-    if communication:
-        cases.append(Case(communication, make8, runner=_present))
-    return cases
-
-
-# ---- global_mean ---------------------------------------------------------
-
-
-def _mean_of_device_0(x, mesh):
-    return jax.shard_map(lambda b: b.mean(), mesh=mesh, in_specs=P("i"),
-                         out_specs=P(), check_vma=False)(x)
-
-
-def _sum_of_means(x, mesh):
-    return jax.shard_map(lambda b: jax.lax.psum(b.mean(), "i"), mesh=mesh,
-                         in_specs=P("i"), out_specs=P())(x)
-
-
-def _mean_of_sums(x, mesh):
-    return jax.shard_map(lambda b: jax.lax.pmean(b.sum(), "i"), mesh=mesh,
-                         in_specs=P("i"), out_specs=P())(x)
-
-
-def _gathered_mean(x, mesh):
-    return jax.shard_map(lambda b: jax.lax.all_gather(b, "i", tiled=True).mean(),
-                         mesh=mesh, in_specs=P("i"), out_specs=P(),
-                         check_vma=False)(x)
-
-
-def _means_per_device(x, mesh):
-    return jax.shard_map(lambda b: b.mean(keepdims=True), mesh=mesh,
-                         in_specs=P("i"), out_specs=P("i"))(x)
-
-
-# ---- allgather_matmul ----------------------------------------------------
-
-
-def _diagonal_block_only(lhs, rhs, mesh):
-    def per_device(lhs_block, rhs_block):
-        k = rhs_block.shape[0]
-        mine = jax.lax.dynamic_slice_in_dim(lhs_block, jax.lax.axis_index("i") * k,
-                                            k, axis=1)
-        return mine @ rhs_block
-
-    return jax.shard_map(per_device, mesh=mesh, in_specs=(P("i", None), P("i", None)),
-                         out_specs=P("i", None))(lhs, rhs)
-
-
-def _gathered_output(lhs, rhs, mesh):
-    def per_device(lhs_block, rhs_block):
-        out = lhs_block @ jax.lax.all_gather(rhs_block, "i", tiled=True)
-        return jax.lax.all_gather(out, "i", tiled=True)
-
-    return jax.shard_map(per_device, mesh=mesh, in_specs=(P("i", None), P("i", None)),
-                         out_specs=P(), check_vma=False)(lhs, rhs)
-
-
-def _gather_by_psum(lhs, rhs, mesh):
-    def per_device(lhs_block, rhs_block):
-        n = jax.lax.axis_size("i")
-        slots = jnp.zeros((n, *rhs_block.shape), rhs_block.dtype)
-        slots = slots.at[jax.lax.axis_index("i")].set(rhs_block)
-        return lhs_block @ jax.lax.psum(slots, "i").reshape(-1, rhs_block.shape[1])
-
-    return jax.shard_map(per_device, mesh=mesh, in_specs=(P("i", None), P("i", None)),
-                         out_specs=P("i", None))(lhs, rhs)
-
-
-def _allgather_columns_out(lhs, rhs, mesh):
-    def per_device(lhs_block, rhs_block):
-        return lhs_block @ jax.lax.all_gather(rhs_block, "i", tiled=True)
-
-    return jax.shard_map(per_device, mesh=mesh, in_specs=(P("i", None), P("i", None)),
-                         out_specs=P(None, "i"))(lhs, rhs)
-
-
-# ---- reduce_scatter_matmul -----------------------------------------------
-
-
-def _own_rows_unsummed(lhs, rhs, mesh):
-    def per_device(lhs_block, rhs_block):
-        partial = lhs_block @ rhs_block
-        rows = partial.shape[0] // jax.lax.axis_size("i")
-        return jax.lax.dynamic_slice_in_dim(partial, jax.lax.axis_index("i") * rows,
-                                            rows)
-
-    return jax.shard_map(per_device, mesh=mesh, in_specs=(P(None, "i"), P("i", None)),
-                         out_specs=P("i", None))(lhs, rhs)
-
-
-def _psum_replicated(lhs, rhs, mesh):
-    return jax.shard_map(lambda a, b: jax.lax.psum(a @ b, "i"), mesh=mesh,
-                         in_specs=(P(None, "i"), P("i", None)),
-                         out_specs=P())(lhs, rhs)
-
-
-def _psum_then_slice(lhs, rhs, mesh):
-    def per_device(lhs_block, rhs_block):
-        total = jax.lax.psum(lhs_block @ rhs_block, "i")
-        rows = total.shape[0] // jax.lax.axis_size("i")
-        return jax.lax.dynamic_slice_in_dim(total, jax.lax.axis_index("i") * rows,
-                                            rows)
-
-    return jax.shard_map(per_device, mesh=mesh, in_specs=(P(None, "i"), P("i", None)),
-                         out_specs=P("i", None))(lhs, rhs)
-
-
-def _scatter_columns(lhs, rhs, mesh):
-    def per_device(lhs_block, rhs_block):
-        return jax.lax.psum_scatter(lhs_block @ rhs_block, "i", scatter_dimension=1,
-                                    tiled=True)
-
-    return jax.shard_map(per_device, mesh=mesh, in_specs=(P(None, "i"), P("i", None)),
-                         out_specs=P(None, "i"))(lhs, rhs)
-
-
-# ---- ring_shift ----------------------------------------------------------
-
-
-def _shift_with(pairs_for):
-    def shift(x, mesh):
-        n = mesh.shape["i"]
-        return jax.shard_map(lambda b: jax.lax.ppermute(b, "i", perm=pairs_for(n)),
-                             mesh=mesh, in_specs=P("i", None),
-                             out_specs=P("i", None))(x)
-
-    return shift
-
-
-_SHIFT_BACKWARDS = _shift_with(lambda n: ring_pairs(n, -1))
-_SHIFT_WITHOUT_WRAP = _shift_with(lambda n: [(d, d + 1) for d in range(n - 1)])
-
-
-def _shift_by_gather(x, mesh):
-    def per_device(block):
-        everything = jax.lax.all_gather(block, "i")       # (n, rows, cols)
-        n = everything.shape[0]
-        return everything[(jax.lax.axis_index("i") - 1) % n]
-
-    return jax.shard_map(per_device, mesh=mesh, in_specs=P("i", None),
-                         out_specs=P("i", None))(x)
-
-
-def _roll_inside_block(x, mesh):
-    return jax.shard_map(lambda b: jnp.roll(b, 1, axis=0), mesh=mesh,
-                         in_specs=P("i", None), out_specs=P("i", None))(x)
-
-
-# ---- global_positions ----------------------------------------------------
-
-
-def _positions_with(offset):
-    def positions(x, mesh):
-        def per_device(block):
-            k = block.shape[0]
-            return offset(jax.lax.axis_index("i"), k, x.size) + \
-                jnp.arange(k, dtype=jnp.int32)
-
-        return jax.shard_map(per_device, mesh=mesh, in_specs=P("i"),
-                             out_specs=P("i"))(x)
-
-    return positions
-
-
-_COUNT_FROM_ZERO = _positions_with(lambda index, k, total: 0)
-_OFFSET_BY_INDEX = _positions_with(lambda index, k, total: index)
-_OFFSET_BY_TOTAL = _positions_with(lambda index, k, total: index * total)
-
-
-def _positions_on_one_device(x, mesh):
-    return jnp.arange(x.size, dtype=jnp.int32)
-
-
-# ---- data_parallel_grads -------------------------------------------------
-
-
-def _grads_with(combine, check_vma=True):
-    def grads(params, inputs, targets, mesh):
-        def per_device(params, inputs, targets):
-            return combine(jax.grad(linear_loss)(params, inputs, targets))
-
-        return jax.shard_map(per_device, mesh=mesh,
-                             in_specs=(P(), P("batch"), P("batch")),
-                             out_specs=P(), check_vma=check_vma)(
-                                 params, inputs, targets)
-
-    return grads
-
-
-_PMEAN_OF_SUMMED = _grads_with(lambda g: jax.lax.pmean(g, "batch"))
-_PSUM_OF_SUMMED = _grads_with(lambda g: jax.lax.psum(g, "batch"))
-_DEVICE_0_ONLY = _grads_with(lambda g: g, check_vma=False)
-
-
 # ---- the exercises -------------------------------------------------------
 
 MATMUL_8 = dict(n=8, m=16, k=32, f=8)
@@ -424,9 +128,10 @@ register(
         devices=DEVICES,
         time_limit=TIME_LIMIT,
         reference=global_mean,
-        cases=_cases(("x of 32 entries", "x of 24 entries"), _vector(8, 32),
-                     _vector(4, 24),
-                     "P() (a replicated scalar)", _only("an all-reduce")),
+        cases=standard_cases(("x of 32 entries", "x of 24 entries"),
+                             vector_inputs(8, 32), vector_inputs(4, 24),
+                             "P() (a replicated scalar)",
+                             only_collectives("an all-reduce")),
         hints=[
             "Inside shard_map each device sees only its block of x. What single "
             "number could each device contribute so that adding them up over 'i' "
@@ -441,19 +146,19 @@ register(
         mistakes=[
             Mistake("this is the mean of device 0's block only: the devices never "
                     "combined their results (add them with a psum over 'i')",
-                    _mean_of_device_0),
+                    wrong.mean_of_device_0),
             Mistake("the sum of the per-device means is (number of devices) times "
                     "the mean: divide by the number of devices, or use pmean",
-                    _sum_of_means),
+                    wrong.sum_of_means),
             Mistake("you averaged the per-device sums: divide the total by the "
                     "number of entries of x, not by the number of devices",
-                    _mean_of_sums),
+                    wrong.mean_of_sums),
             Mistake("one mean per device is returned: combine them into one "
                     "number with a collective, and return it with out_specs P()",
-                    _means_per_device),
+                    wrong.means_per_device),
             Mistake("you gathered all of x onto every device (an all-gather, "
                     "n - 1 blocks sent per device); a psum of one number per "
-                    "device is enough", _gathered_mean),
+                    "device is enough", wrong.gathered_mean),
         ],
     ),
     Exercise(
@@ -463,11 +168,12 @@ register(
         devices=DEVICES,
         time_limit=TIME_LIMIT,
         reference=allgather_matmul,
-        cases=_cases(("lhs (16, 32) and rhs (32, 8), both split by rows",
-                      "lhs (12, 20) and rhs (20, 6)"),
-                     _matmul(**MATMUL_8, lhs_spec=P("i", None)),
-                     _matmul(**MATMUL_4, lhs_spec=P("i", None)),
-                     "P('i', None) (rows split)", _only("an all-gather")),
+        cases=standard_cases(("lhs (16, 32) and rhs (32, 8), both split by rows",
+                              "lhs (12, 20) and rhs (20, 6)"),
+                             matmul_inputs(**MATMUL_8, lhs_spec=P("i", None)),
+                             matmul_inputs(**MATMUL_4, lhs_spec=P("i", None)),
+                             "P('i', None) (rows split)",
+                             only_collectives("an all-gather")),
         hints=[
             "Write down the shapes each device sees: its rows of lhs with every "
             "column, and a block of rhs's rows. Which operand is missing pieces "
@@ -482,16 +188,16 @@ register(
         mistakes=[
             Mistake("each device multiplied only the block of rhs it holds by the "
                     "matching columns of lhs: the other terms of the sum are "
-                    "missing (gather all of rhs first)", _diagonal_block_only),
+                    "missing (gather all of rhs first)", wrong.diagonal_block_only),
             Mistake("the output is replicated: every device computed its own rows, "
                     "so keep them split with out_specs P('i', None) (gathering them "
-                    "costs a second all-gather)", _gathered_output),
+                    "costs a second all-gather)", wrong.gathered_output),
             Mistake("you assembled rhs with a psum (an all-reduce) of zero-padded "
                     "blocks, which moves far more data: jax.lax.all_gather does it "
-                    "directly", _gather_by_psum),
+                    "directly", wrong.gather_by_psum),
             Mistake("out_specs concatenates the blocks along the columns: each "
                     "device holds rows of the product, P('i', None)",
-                    _allgather_columns_out),
+                    wrong.allgather_columns_out),
         ],
     ),
     Exercise(
@@ -501,11 +207,12 @@ register(
         devices=DEVICES,
         time_limit=TIME_LIMIT,
         reference=reduce_scatter_matmul,
-        cases=_cases(("lhs (16, 32) split by columns, rhs (32, 8) split by rows",
-                      "lhs (12, 20) and rhs (20, 6)"),
-                     _matmul(**MATMUL_8, lhs_spec=P(None, "i")),
-                     _matmul(**MATMUL_4, lhs_spec=P(None, "i")),
-                     "P('i', None) (rows split)", _only("a reduce-scatter")),
+        cases=standard_cases(("lhs (16, 32) split by columns, rhs (32, 8) split "
+                              "by rows", "lhs (12, 20) and rhs (20, 6)"),
+                             matmul_inputs(**MATMUL_8, lhs_spec=P(None, "i")),
+                             matmul_inputs(**MATMUL_4, lhs_spec=P(None, "i")),
+                             "P('i', None) (rows split)",
+                             only_collectives("a reduce-scatter")),
         hints=[
             "Both operands are split along the contracted dimension. What does the "
             "product of a device's two blocks give: a piece of the result, or a "
@@ -520,15 +227,15 @@ register(
         mistakes=[
             Mistake("each device kept its rows of its own partial product: the "
                     "partial products of all devices must be summed",
-                    _own_rows_unsummed),
+                    wrong.own_rows_unsummed),
             Mistake("psum then slicing sends the whole sum to every device (an "
                     "all-reduce) before throwing most of it away; psum_scatter "
-                    "sums and splits in one step", _psum_then_slice),
+                    "sums and splits in one step", wrong.psum_then_slice),
             Mistake("psum leaves the whole sum on every device (an all-reduce), "
                     "and the output is replicated: psum_scatter leaves each device "
-                    "only its rows", _psum_replicated),
+                    "only its rows", wrong.psum_replicated),
             Mistake("the sum is split by columns (scatter_dimension=1): split its "
-                    "rows, so the output is P('i', None)", _scatter_columns),
+                    "rows, so the output is P('i', None)", wrong.scatter_columns),
         ],
     ),
     Exercise(
@@ -538,9 +245,10 @@ register(
         devices=DEVICES,
         time_limit=TIME_LIMIT,
         reference=ring_shift,
-        cases=_cases(("x (16, 3) split by rows", "x (12, 5)"), _rows(8, 16, 3),
-                     _rows(4, 12, 5),
-                     "P('i', None) (rows split)", _only("a collective-permute")),
+        cases=standard_cases(("x (16, 3) split by rows", "x (12, 5)"),
+                             rows_inputs(8, 16, 3), rows_inputs(4, 12, 5),
+                             "P('i', None) (rows split)",
+                             only_collectives("a collective-permute")),
         hints=[
             "ppermute's perm is a list of (source, destination) pairs, one per "
             "device that sends. Write it out by hand for 4 devices first.",
@@ -552,14 +260,14 @@ register(
         ],
         mistakes=[
             Mistake("the blocks went to the previous device, not the next: perm "
-                    "pairs read (source, destination)", _SHIFT_BACKWARDS),
+                    "pairs read (source, destination)", wrong.SHIFT_BACKWARDS),
             Mistake("device 0 received nothing (zeros): the last device must send "
-                    "its block around the ring to device 0", _SHIFT_WITHOUT_WRAP),
+                    "its block around the ring to device 0", wrong.SHIFT_WITHOUT_WRAP),
             Mistake("you gathered every block onto every device (an all-gather, "
                     "n - 1 blocks sent per device) to pick one; ppermute sends each "
-                    "block once", _shift_by_gather),
+                    "block once", wrong.shift_by_gather),
             Mistake("you rolled the rows inside each device's block: the blocks "
-                    "themselves must move between devices", _roll_inside_block),
+                    "themselves must move between devices", wrong.roll_inside_block),
         ],
     ),
     Exercise(
@@ -569,10 +277,10 @@ register(
         devices=DEVICES,
         time_limit=TIME_LIMIT,
         reference=global_positions,
-        cases=_cases(("x of 32 entries", "x of 20 entries"), _vector(8, 32),
-                     _vector(4, 20),
-                     "P('i') (split like x)", "the compiled program contains no "
-                     "collective (of " + ", ".join(COLLECTIVES) + ")"),
+        cases=standard_cases(("x of 32 entries", "x of 20 entries"),
+                             vector_inputs(8, 32), vector_inputs(4, 20),
+                             "P('i') (split like x)", "the compiled program contains "
+                             "no collective (of " + ", ".join(COLLECTIVES) + ")"),
         hints=[
             "Inside shard_map, jax.lax.axis_index('i') is the position of this "
             "device along the mesh axis: 0, 1, 2, ...",
@@ -583,14 +291,14 @@ register(
         ],
         mistakes=[
             Mistake("every device counted from 0: add the global position of the "
-                    "block's first entry", _COUNT_FROM_ZERO),
+                    "block's first entry", wrong.COUNT_FROM_ZERO),
             Mistake("you added the device's index; the block starts at (device "
-                    "index) × (block length)", _OFFSET_BY_INDEX),
+                    "index) × (block length)", wrong.OFFSET_BY_INDEX),
             Mistake("the offset uses the length of all of x; a block starts at "
-                    "(device index) × (length of one block)", _OFFSET_BY_TOTAL),
+                    "(device index) × (length of one block)", wrong.OFFSET_BY_TOTAL),
             Mistake("the positions are computed on one device, not where x's "
                     "entries live: compute them inside shard_map with axis_index",
-                    _positions_on_one_device),
+                    wrong.positions_on_one_device),
         ],
     ),
     Exercise(
@@ -602,13 +310,13 @@ register(
         reference=data_parallel_grads,
         cases=[
             Case("gradients on a mesh of 8 devices (w (5, 3), b (3,), 32 "
-                 "examples split over 'batch')", _regression(8, 32, 5, 3),
-                 extract=_values, rtol=1e-4, atol=1e-5),
+                 "examples split over 'batch')", regression_inputs(8, 32, 5, 3),
+                 extract=leaf_values, rtol=1e-4, atol=1e-5),
             Case("gradients on a mesh of 4 devices (w (4, 2), b (2,), 24 "
-                 "examples)", _regression(4, 24, 4, 2), extract=_values,
+                 "examples)", regression_inputs(4, 24, 4, 2), extract=leaf_values,
                  rtol=1e-4, atol=1e-5),
             Case("the gradients are replicated like the parameters, P()",
-                 _regression(8, 32, 5, 3), extract=_layouts),
+                 regression_inputs(8, 32, 5, 3), extract=leaf_layouts),
         ],
         hints=[
             "The loss to differentiate is the mean over the whole batch, which is "
@@ -625,13 +333,13 @@ register(
                     "shard_map the gradient of a replicated parameter is already "
                     "summed over the devices, so the pmean after it averages "
                     "equal values (or you differentiated a psum of the losses)",
-                    _PMEAN_OF_SUMMED),
+                    wrong.PMEAN_OF_SUMMED),
             Mistake("the gradient is (number of devices)² times too large: the "
                     "gradient was already summed over the devices, then summed "
-                    "again", _PSUM_OF_SUMMED),
+                    "again", wrong.PSUM_OF_SUMMED),
             Mistake("this is device 0's gradient of its own examples only: with "
                     "check_vma=False the gradients are not combined, so average "
-                    "them over 'batch' yourself", _DEVICE_0_ONLY),
+                    "them over 'batch' yourself", wrong.DEVICE_0_ONLY),
         ],
     ),
 )

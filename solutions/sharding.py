@@ -22,7 +22,7 @@ from jax.sharding import PartitionSpec as P
 
 from jaxcourse.devices import mesh_devices
 from jaxcourse.exercises import Case, Exercise, Mistake, register
-from jaxcourse.exercises.sharding_explorer import COLLECTIVES, collective_counts
+from jaxcourse.exercises.explorers_sharding import COLLECTIVES, collective_counts
 
 CHAPTER = "04_distributed_arrays"
 DEVICES = 8

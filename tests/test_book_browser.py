@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 from browser import SHOTS, chromium, severe_log_entries, wait_until
+from toc import toc_files
 
 pytestmark = pytest.mark.slow
 
@@ -32,23 +32,6 @@ REPO = Path(__file__).resolve().parents[1]
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 WAIT_S = 30.0
-
-
-def _toc_files() -> list[str]:
-    """Every document of _toc.yml, in reading order, without its suffix."""
-    toc = yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8"))
-    files = [toc["root"]]
-
-    def walk(entries: list[dict]) -> None:
-        for entry in entries:
-            if "file" in entry:
-                files.append(entry["file"])
-            walk(entry.get("sections", []))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters", []))
-    walk(toc.get("chapters", []))
-    return files
 
 
 def _has_widget_views(doc: str) -> bool:
@@ -67,7 +50,7 @@ def _has_widget_views(doc: str) -> bool:
     return bool(state) and views
 
 
-DOCS = _toc_files()
+DOCS = toc_files()
 
 
 @pytest.fixture(scope="module")

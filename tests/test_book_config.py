@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from sphinx.util.matching import Matcher
+from toc import toc_files
 
 REPO = Path(__file__).resolve().parents[1]
 # The suffixes Jupyter Book 1 reads as pages.
@@ -45,22 +46,6 @@ def _config() -> dict:
     return yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
 
 
-def _toc_docs() -> set[str]:
-    toc = yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8"))
-    docs = {toc["root"]}
-
-    def walk(entries: list[dict]) -> None:
-        for entry in entries:
-            if "file" in entry:
-                docs.add(entry["file"])
-            walk(entry.get("sections", []))
-
-    for part in toc.get("parts", []):
-        walk(part.get("chapters", []))
-    walk(toc.get("chapters", []))
-    return docs
-
-
 def _excluded() -> Matcher:
     return Matcher(_config()["exclude_patterns"])
 
@@ -81,7 +66,7 @@ def test_folders_left_by_commands_are_not_pages(relative: str) -> None:
 
 
 def test_every_document_in_the_checkout_is_in_the_toc_or_excluded() -> None:
-    excluded, toc = _excluded(), _toc_docs()
+    excluded, toc = _excluded(), set(toc_files())
     orphans = []
     for folder, dirs, files in os.walk(REPO):
         rel_folder = os.path.relpath(folder, REPO)

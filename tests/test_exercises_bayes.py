@@ -45,19 +45,19 @@ def test_sliders_refit_and_redraw() -> None:
     from jaxcourse.exercises.explorers_bayes import ElboExplorer
 
     explorer = ElboExplorer(steps=50, keep=2, run=False)
-    assert explorer.fits == []
+    assert explorer.runs == []
     explorer.num_samples.value = 8
-    assert len(explorer.fits) == 1 and bytes(explorer.image.value).startswith(PNG)
+    assert len(explorer.runs) == 1 and bytes(explorer.image.value).startswith(PNG)
     first = explorer.image.value
     explorer.step_size.value = 0.1  # a traced argument: no recompilation
-    assert explorer.fits[-1].step_size == pytest.approx(0.1)
-    assert explorer.fits[-1].num_samples == 8 and len(explorer.fits) == 2
+    assert explorer.runs[-1].step_size == pytest.approx(0.1)
+    assert explorer.runs[-1].num_samples == 8 and len(explorer.runs) == 2
     assert explorer.image.value != first
     assert "8 samples, step 0.1" in explorer.status.value
     explorer.step_size.value = 0.001
-    assert [f.step_size for f in explorer.fits] == pytest.approx([0.1, 0.001])
+    assert [f.step_size for f in explorer.runs] == pytest.approx([0.1, 0.001])
     explorer.clear_button.click()
-    assert len(explorer.fits) == 1
+    assert len(explorer.runs) == 1
     assert explorer._repr_mimebundle_()["text/plain"] == (
         "ELBO explorer: 50 SGD steps per fit; move a slider to refit."
     )
@@ -67,4 +67,4 @@ def test_elbo_explorer_defers_while_grading(monkeypatch) -> None:
     from jaxcourse.exercises.explorers_bayes import ElboExplorer
 
     monkeypatch.setenv("JAXCOURSE_GRADING", "1")
-    assert ElboExplorer().fits == []
+    assert ElboExplorer().runs == []

@@ -85,7 +85,7 @@ def test_panel_and_feedback_are_chinese() -> None:
 
 
 def test_explorer_functions_on_this_process_devices() -> None:
-    from jaxcourse.exercises.explorers_zh import (
+    from jaxcourse.exercises.explorers_dp_zh import (
         DataParallelExplorer,
         explore,
         plot_exploration,
@@ -124,7 +124,7 @@ print({mark!r} + json.dumps(t.explorer_on_8_devices()))
 
 def explorer_on_8_devices() -> dict:
     """Drive the explorer on 8 devices (run in the child)."""
-    from jaxcourse.exercises.explorers_zh import AXES_CHOICES, DataParallelExplorer
+    from jaxcourse.exercises.explorers_dp_zh import AXES_CHOICES, DataParallelExplorer
 
     explorer = DataParallelExplorer()
     first = explorer.exploration
@@ -167,7 +167,7 @@ def test_explorer_on_8_devices(eight) -> None:
 
 
 def test_explorer_does_nothing_while_grading(monkeypatch) -> None:
-    from jaxcourse.exercises.explorers_zh import DataParallelExplorer
+    from jaxcourse.exercises.explorers_dp_zh import DataParallelExplorer
     from jaxcourse.exercises.judging import GRADING_ENV
 
     monkeypatch.setenv(GRADING_ENV, "1")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from jaxcourse.exercises import Case, Exercise, check_panel, register, unregister
-from jaxcourse.exercises.explorers import (
+from jaxcourse.exercises.explorers_mlp import (
     LearningRateExplorer,
     plot_runs,
     synthetic_subset,
@@ -235,7 +235,7 @@ def test_notice_speaks_the_panel_language() -> None:
 
 def test_figures_are_drawn_for_their_css_width_at_twice_the_pixels(subset) -> None:
     from jaxcourse.exercises.explorer_base import PIXEL_RATIO
-    from jaxcourse.exercises.explorers import FIGURE_PX
+    from jaxcourse.exercises.explorers_mlp import FIGURE_PX
 
     explorer = LearningRateExplorer(subset, steps=20)
     width, height = _png_size(bytes(explorer.image.value))
@@ -269,7 +269,7 @@ def test_sliders_give_every_step_room(subset) -> None:
 
 
 def test_learning_rate_explorer_names_the_dataset(raw_root) -> None:
-    from jaxcourse.exercises.explorers import load_subset
+    from jaxcourse.exercises.explorers_mlp import load_subset
 
     data = load_subset(n_train=64, n_test=16)
     assert data.dataset == "Fashion-MNIST"  # what conftest provisions

@@ -31,19 +31,15 @@ from jaxcourse.exercises import (
     register,
     unregister,
 )
-from jaxcourse.exercises.references import (
-    MAX_STORED,
-    serialize,
-    stale,
-    store_path,
-    stored_outputs,
-)
+from jaxcourse.exercises.references import MAX_STORED, store_path, stored_outputs
+from jaxcourse.exercises.references import writer as references_writer
+from jaxcourse.exercises.references.writer import serialize, stale
 
 # ---- the course's stores ------------------------------------------------------
 
 
 def test_no_store_is_stale():
-    old = {name: references.changes(name) for name in _module_devices()}
+    old = {name: references_writer.changes(name) for name in _module_devices()}
     old = {name: why for name, why in old.items() if why}
     assert old == {}, (
         f"stale stores, and why: {old}; run `python -m jaxcourse.exercises.references`"
@@ -89,7 +85,8 @@ def test_stored_outputs_equal_live_ones(exercise_id):
     name = get(exercise_id).reference.__module__
     if name not in _VERIFIED:
         module_file, devices = _module_devices()[name]
-        _VERIFIED[name] = references.verify_in_process(name, module_file, devices)
+        _VERIFIED[name] = references_writer.verify_in_process(
+            name, module_file, devices)
     assert _VERIFIED[name].get(exercise_id) == []
 
 
@@ -146,7 +143,7 @@ def topic(tmp_path, monkeypatch):
     importlib.invalidate_caches()
     _fresh_caches()
     module = importlib.import_module(name)
-    store_path(module.__file__).write_text(references.compute_store(name))
+    store_path(module.__file__).write_text(references_writer.compute_store(name))
     yield module
     unregister("refdemo.double")
     sys.modules.pop(name, None)
@@ -328,7 +325,7 @@ def test_imports_are_found_in_every_form():
         )
         import jaxcourse.collectives as c, os
         from . import judging
-        from .sharding_explorer import COLLECTIVES
+        from .explorers_sharding import COLLECTIVES
         WORKER = '''
         from jaxcourse.processes import new_tag
         '''
@@ -337,15 +334,15 @@ def test_imports_are_found_in_every_form():
     assert found >= {"jaxcourse", "jaxcourse.devices", "jaxcourse.mlp",
                      "jaxcourse.collectives", "jaxcourse.exercises",
                      "jaxcourse.exercises.judging",
-                     "jaxcourse.exercises.sharding_explorer",
+                     "jaxcourse.exercises.explorers_sharding",
                      "jaxcourse.processes"}
     assert all(name.startswith("jaxcourse") for name in found)
 
 
 def test_verification_finds_a_wrong_stored_output(topic):
-    assert references.verify_store(topic.__name__) == {"refdemo.double": []}
+    assert references_writer.verify_store(topic.__name__) == {"refdemo.double": []}
     _rewrite(topic, _poison_reference)
-    problems = references.verify_store(topic.__name__)["refdemo.double"]
+    problems = references_writer.verify_store(topic.__name__)["refdemo.double"]
     assert len(problems) == 1 and problems[0].startswith("case 1, reference: ")
 
 

@@ -28,7 +28,7 @@ GENERATED = [ROOT / generated for _, generated in zh_hans.PAIRS] + [
     ROOT / "exercises" / "07_zh_hans_data_parallel_exercises.ipynb"
 ]
 MASTERS = [ROOT / master for master, _ in zh_hans.PAIRS] + [
-    ROOT / "jaxcourse" / "exercises" / "explorers_zh.py",
+    ROOT / "jaxcourse" / "exercises" / "explorers_dp_zh.py",
 ]
 CJK = re.compile(r"[\u3400-\u9fff]")
 # Characters both scripts share although OpenCC maps them (its tables pick
@@ -113,7 +113,7 @@ def test_no_taiwan_only_terms_left(path: Path) -> None:
 @pytest.mark.parametrize("path", MASTERS, ids=lambda p: p.name)
 def test_masters_have_no_simplified_characters(path: Path) -> None:
     text = _text(path)
-    if path.name == "explorers_zh.py":  # it holds both label sets
+    if path.name == "explorers_dp_zh.py":  # it holds both label sets
         text = text.split('"zh-Hans": {')[0]
     left = _changed_by(opencc.OpenCC("s2twp"), text)
     assert not left, f"Simplified-only characters in {path.name}: {''.join(left)}"
@@ -145,7 +145,7 @@ def test_messages_in_simplified_chinese_are_generated() -> None:
     assert set(MESSAGES["zh-Hans"]) == set(MESSAGES["zh-Hant"])
     stale = {k: zh_hans.convert_text(v) for k, v in MESSAGES["zh-Hant"].items()
              if zh_hans.convert_text(v) != MESSAGES["zh-Hans"][k]}
-    assert not stale, f"paste these into messages.py: {stale}"
+    assert not stale, f"paste these into messages/zh_hans.py: {stale}"
     assert message("check", "zh-Hans") == "检查"
     assert "引數" in MESSAGES["zh-Hant"]["mutated_input"]
     assert "行程" in MESSAGES["zh-Hant"]["grading_crash"]
@@ -160,7 +160,7 @@ def test_exception_glosses_in_simplified_chinese_are_generated() -> None:
 
 
 def test_explorer_labels_in_simplified_chinese_are_generated() -> None:
-    from jaxcourse.exercises.explorers_zh import AXES_LABELS, LABELS
+    from jaxcourse.exercises.explorers_dp_zh import AXES_LABELS, LABELS
 
     assert set(LABELS["zh-Hans"]) == set(LABELS["zh-Hant"])
     for key, text in LABELS["zh-Hant"].items():
@@ -170,7 +170,7 @@ def test_explorer_labels_in_simplified_chinese_are_generated() -> None:
 
 
 def test_explorer_speaks_simplified_chinese() -> None:
-    from jaxcourse.exercises.explorers_zh import (
+    from jaxcourse.exercises.explorers_dp_zh import (
         DataParallelExplorer,
         explore,
         summary_html,
@@ -201,7 +201,8 @@ def test_edition_exercises_are_simplified_twins() -> None:
         assert len(exercise.mistakes) == len(twin.mistakes)
         texts = [exercise.title, *exercise.hints,
                  *(m.message for m in exercise.mistakes),
-                 *(c.description for c in exercise.cases)]
+                 *(c.description for c in exercise.cases),
+                 exercise.solution_source()]
         assert not [t for t in texts if t2s.convert(t) != t]
     result = check("dp_zh_hans.split_for_devices",
                    get("dp_zh_hans.split_for_devices").reference)

@@ -46,55 +46,16 @@ The package is split at its seams; everything public is importable from here:
 
 from __future__ import annotations
 
+from jaxcourse.data import specs
 from jaxcourse.data.checks import load_numpy, require, verify
 from jaxcourse.data.cli import main
 from jaxcourse.data.provisioning import ensure, provision
 from jaxcourse.data.sources import MNIST_HOST, MNIST_URL, network_answers
-from jaxcourse.data.specs import (
-    DATA_DIR_ENV,
-    DATASET_ENV,
-    DATASETS,
-    DEBIAN_FASHION_DIR,
-    FASHION_DIR_ENV,
-    FIX_COMMAND,
-    IDX_FILES,
-    MNIST_DIR_ENV,
-    SPLIT_SIZES,
-    DataCorruptError,
-    DataNotProvisionedError,
-    DatasetInfo,
-    DatasetSpec,
-    data_dir,
-    parse_idx,
-    raw_dir,
-)
+from jaxcourse.data.specs import *  # noqa: F403  (all of it is public here)
 from jaxcourse.data.store import RECORD_NAME
 
 __all__ = [
-    "DATASETS",
-    "DATASET_ENV",
-    "DATA_DIR_ENV",
-    "DEBIAN_FASHION_DIR",
-    "FASHION_DIR_ENV",
-    "FIX_COMMAND",
-    "IDX_FILES",
-    "MNIST_DIR_ENV",
-    "MNIST_HOST",
-    "MNIST_URL",
-    "RECORD_NAME",
-    "SPLIT_SIZES",
-    "DataCorruptError",
-    "DataNotProvisionedError",
-    "DatasetInfo",
-    "DatasetSpec",
-    "data_dir",
-    "ensure",
-    "load_numpy",
-    "main",
-    "network_answers",
-    "parse_idx",
-    "provision",
-    "raw_dir",
-    "require",
-    "verify",
+    "MNIST_HOST", "MNIST_URL", "RECORD_NAME", "ensure", "load_numpy", "main",
+    "network_answers", "provision", "require", "verify",
 ]
+__all__ += specs.__all__

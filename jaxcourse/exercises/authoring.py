@@ -43,7 +43,7 @@ from pathlib import Path
 import nbformat
 
 from .. import course
-from . import references
+from .references import writer as references
 
 __all__ = [
     "BEGIN",
@@ -121,30 +121,8 @@ def strip_solutions(source: str, cell_type: str = "code") -> str:
     str
         The student version of the source.
     """
-    out: list[str] = []
-    inside = False
     stub = CODE_STUB if cell_type == "code" else TEXT_STUB
-    # split("\n"), as nbgrader does: the two agree on every line, the last
-    # one included.
-    for number, line in enumerate(source.split("\n"), start=1):
-        match = _MARKER.match(line)
-        if match and match["marker"] == BEGIN:
-            if inside:
-                raise AuthoringError(f"line {number}: nested {BEGIN}")
-            inside = True
-            out += [match["indent"] + part for part in stub.split("\n")]
-        elif match:
-            if not inside:
-                raise AuthoringError(f"line {number}: {END} without {BEGIN}")
-            inside = False
-        else:
-            if not _HIDDEN.match(line):
-                _refuse_loose_words(number, line)
-            if not inside:
-                out.append(line)
-    if inside:
-        raise AuthoringError(f"{BEGIN} is never closed")
-    return "\n".join(out)
+    return _replace_regions(source, _MARKER, BEGIN, END, stub)
 
 
 def strip_hidden_tests(source: str) -> str:
@@ -153,23 +131,41 @@ def strip_hidden_tests(source: str) -> str:
     nbgrader removes them from the student's copy, and puts them back when it
     autogrades.
     """
+    return _replace_regions(source, _HIDDEN, BEGIN_HIDDEN, END_HIDDEN, None)
+
+
+def _replace_regions(source: str, marker: re.Pattern, begin: str, end: str,
+                     stub: str | None) -> str:
+    """Replace each region between ``begin`` and ``end`` lines by ``stub``.
+
+    ``stub`` goes in at the begin marker's indentation; ``None`` removes the
+    region. With a stub (solution regions), any other line that nbgrader
+    would take for a marker is refused.
+    """
     out: list[str] = []
     inside = False
+    # split("\n"), as nbgrader does: the two agree on every line, the last
+    # one included.
     for number, line in enumerate(source.split("\n"), start=1):
-        match = _HIDDEN.match(line)
-        if match and match["marker"] == BEGIN_HIDDEN:
+        match = marker.match(line)
+        if match and match["marker"] == begin:
             if inside:
-                raise AuthoringError(f"line {number}: nested {BEGIN_HIDDEN}")
+                raise AuthoringError(f"line {number}: nested {begin}")
             inside = True
+            if stub is not None:
+                indent = match["indent"] if "indent" in marker.groupindex else ""
+                out += [indent + part for part in stub.split("\n")]
         elif match:
             if not inside:
-                raise AuthoringError(
-                    f"line {number}: {END_HIDDEN} without {BEGIN_HIDDEN}")
+                raise AuthoringError(f"line {number}: {end} without {begin}")
             inside = False
-        elif not inside:
-            out.append(line)
+        else:
+            if stub is not None and not _HIDDEN.match(line):
+                _refuse_loose_words(number, line)
+            if not inside:
+                out.append(line)
     if inside:
-        raise AuthoringError(f"{BEGIN_HIDDEN} is never closed")
+        raise AuthoringError(f"{begin} is never closed")
     return "\n".join(out)
 
 

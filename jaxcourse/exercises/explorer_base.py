@@ -189,8 +189,51 @@ class Display:
         return data
 
 
+class LegendEntry:
+    """A run an explorer keeps: it names itself in the figure's legend."""
+
+    def describe(self, language: str = "en") -> str:
+        """Return the legend text in ``language``."""
+        raise NotImplementedError
+
+    @property
+    def label(self) -> str:
+        """Legend text, in English."""
+        return self.describe()
+
+
 class Explorer(Display):
     """Base of the course's explorers (controls that redraw a figure or a table)."""
+
+    def _runs_layout(self, action: Callable[[], object],
+                     controls: Sequence[widgets.Widget], width_px: int) -> None:
+        """Lay out an explorer that keeps its last few runs.
+
+        ``controls`` (each change calls ``action``) and a Clear button (which
+        calls ``self.clear``) in one row, then the figure (``self.image``,
+        ``width_px`` wide) and a status line (``self.status``).
+        """
+        self.clear_button = clear_button(self.language)
+        self.image = figure_image(width_px)
+        self.status = widgets.HTML()
+        self._on_change(action, *controls)
+        self._on_change(self.clear, self.clear_button)
+        self._assemble([controls_row(*controls, self.clear_button)],
+                       [self.image, self.status])
+
+    def _show_run(self, run: LegendEntry) -> None:
+        """Keep ``run`` with the last ``self.keep`` ones, redraw, describe it."""
+        self.runs = (self.runs + [run])[-self.keep:]
+        self._redraw()
+        self.status.value = html.escape(run.describe(self.language))
+
+    def _redraw(self) -> None:
+        raise NotImplementedError
+
+    def clear(self) -> None:
+        """Forget the earlier runs, keeping only the newest (the Clear button)."""
+        self.runs = self.runs[-1:]
+        self._redraw()
 
 
 # ---- figures drawn for the width they are shown at --------------------------------
@@ -232,6 +275,15 @@ def png_bytes(fig: Any) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=CSS_PX_PER_INCH * PIXEL_RATIO)
     return buffer.getvalue()
+
+
+def finish_axes(fig: Any, axes: Any, title: str, legend: bool) -> bytes:
+    """Title ``axes`` and add their legend when asked; return the figure's PNG."""
+    if title:
+        axes.set_title(title, fontsize=10)
+    if legend:
+        axes.legend(fontsize=8)
+    return png_bytes(fig)
 
 
 def figure_image(width_px: int | None = None) -> widgets.Image:

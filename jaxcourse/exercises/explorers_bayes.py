@@ -16,7 +16,6 @@ before the exercises are done.
 from __future__ import annotations
 
 import functools
-import html
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,10 +27,8 @@ import numpy as np
 from ..bayes import chapter_data, elbo
 from .explorer_base import (
     Explorer,
-    clear_button,
-    controls_row,
+    LegendEntry,
     figure,
-    figure_image,
     png_bytes,
     slider_style,
 )
@@ -50,7 +47,7 @@ SAMPLE_COUNTS = (1, 2, 8, 32, 128, 512)
 
 
 @dataclass(frozen=True)
-class ElboFit:
+class ElboFit(LegendEntry):
     """One run of stochastic gradient ascent on the ELBO."""
 
     num_samples: int
@@ -63,11 +60,6 @@ class ElboFit:
     def plateau(self) -> float:
         """Mean ELBO estimate over the last fifth of the steps."""
         return float(np.mean(self.elbos[-max(1, len(self.elbos) // 5):]))
-
-    @property
-    def label(self) -> str:
-        """Legend text, in English."""
-        return self.describe()
 
     def describe(self, language: str = "en") -> str:
         """Return the legend text in ``language``."""
@@ -163,11 +155,11 @@ class ElboExplorer(Explorer):
     Parameters
     ----------
     steps : int
-        SGD steps per refit.
+        Gradient-ascent steps per fit (one compiled ``lax.scan``).
     keep : int
-        How many runs stay on the plot.
-    language : {"en", "zh-Hant", "zh-Hans"}
-        Language of the labels.
+        The number of fits drawn at once: the oldest goes first.
+    language : str
+        ``"en"``, ``"zh-Hant"`` or ``"zh-Hans"``: the labels' language.
     run : bool
         Fit once right away with the chapter's settings (128 samples, 0.01).
     """
@@ -178,7 +170,7 @@ class ElboExplorer(Explorer):
         self.true_beta, self.all_x, self.y, _ = chapter_data()
         self.steps = steps
         self.keep = keep
-        self.fits: list[ElboFit] = []
+        self.runs: list[ElboFit] = []
         self.num_samples = widgets.SelectionSlider(
             options=SAMPLE_COUNTS, value=128, continuous_update=False,
             **slider_style(self.label("elbo_samples"), len(SAMPLE_COUNTS) - 1),
@@ -188,15 +180,8 @@ class ElboExplorer(Explorer):
             value=0.01, base=10, min=-4, max=-1, step=0.25, continuous_update=False,
             readout_format=".3g", **slider_style(self.label("elbo_step_size"), 12),
         )
-        self.clear_button = clear_button(self.language)
-        self.image = figure_image(FIGURE_PX[0])
-        self.status = widgets.HTML()
-        self._on_change(self.refit, self.num_samples, self.step_size)
-        self._on_change(self.clear, self.clear_button)
-        self._assemble(
-            [controls_row(self.num_samples, self.step_size, self.clear_button)],
-            [self.image, self.status],
-        )
+        self._runs_layout(self.refit, [self.num_samples, self.step_size],
+                          FIGURE_PX[0])
         self._start(run, self.refit)
 
     def title(self) -> str:
@@ -208,19 +193,12 @@ class ElboExplorer(Explorer):
         """Fit with the sliders' values, keep the run, redraw (slider callback)."""
         fit = fit_elbo(self.all_x, self.y, self.num_samples.value,
                        self.step_size.value, steps=self.steps)
-        self.fits = (self.fits + [fit])[-self.keep:]
-        self._redraw()
-        self.status.value = html.escape(fit.describe(self.language))
+        self._show_run(fit)
         return fit
 
     def _redraw(self) -> None:
-        self.image.value = plot_fits(self.fits, self.true_beta, self.language,
+        self.image.value = plot_fits(self.runs, self.true_beta, self.language,
                                      self.title())
-
-    def clear(self) -> None:
-        """Forget the earlier runs, keeping only the newest (the Clear button)."""
-        self.fits = self.fits[-1:]
-        self._redraw()
 
     def live_text(self) -> str:
         """Deterministic plain-text form (no numbers that vary across CPUs)."""

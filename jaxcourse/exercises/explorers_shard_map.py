@@ -37,8 +37,8 @@ from .explorer_base import (
     show_figure,
     slider_style,
 )
+from .explorers_sharding import collectives
 from .messages import message
-from .sharding_explorer import collectives
 
 __all__ = ["DEVICE_COUNTS", "CollectiveExplorer", "collective_explorer", "describe",
            "example_blocks", "problem"]

@@ -23,7 +23,6 @@ nbgrader metadata; see its ``--nbgrader`` option.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import io
 import json
 import sys
@@ -79,11 +78,8 @@ def autograde(
 
     Parameters
     ----------
-    exercise_id : str
-        The exercise, e.g. ``"bayes.batched_log_joint"``.
-    answer : callable, optional
-        The learner's function; by default the caller's global of the
-        exercise's function name, as for ``check_panel``.
+    exercise_id, answer
+        As for :func:`~jaxcourse.exercises.widgets.check_panel`.
     points : float
         The test cell's points in nbgrader: a fully correct answer earns all
         of them, a partly correct one its fraction of tests passed.
@@ -96,11 +92,9 @@ def autograde(
     """
     if points <= 0:
         raise ValueError(f"points must be positive, got {points!r}")
-    from .widgets import CheckPanel
+    from .widgets import CheckPanel, caller_namespace
 
-    frame = inspect.currentframe()
-    caller = frame.f_back.f_globals if frame and frame.f_back else None
-    del frame
+    caller = caller_namespace()
     # nbgrader gives a cell that writes to stderr zero points, whatever its
     # score: a warning from a library during the check must not cost marks.
     # (The learner's own printing is already hidden by the check.)

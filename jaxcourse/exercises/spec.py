@@ -134,8 +134,9 @@ class Exercise:
     Parameters
     ----------
     id : str
-        Stable id ``"<topic>.<name>"``; the exercise is defined in
-        ``solutions/<topic>.py``, which registers it on import.
+        Stable id ``"<topic>.<name>"``; the exercise is defined by its
+        topic's module (see :mod:`jaxcourse.course`), which registers it on
+        import.
     title : str
         Short title, in the exercise's language.
     reference : callable
@@ -148,7 +149,7 @@ class Exercise:
         Revealed one at a time, in order.
     mistakes : sequence of Mistake
         Known wrong answers, to name a learner's mistake.
-    language : {"en", "zh-Hant"}
+    language : {"en", "zh-Hant", "zh-Hans"}
         Language of every message, button and summary.
     time_limit : float
         Seconds one case may run before it counts as hanging.
@@ -158,6 +159,10 @@ class Exercise:
         How many JAX devices its cases need (e.g. 8 for a 4x2 mesh). The
         grader gives its processes that many simulated CPU devices, with
         :func:`jaxcourse.devices.use_cpu_devices`, before JAX starts.
+    solution : str, optional
+        The shown solution; by default the reference's source. An edition in
+        another language (:mod:`jaxcourse.exercises.editions`) shows the
+        same code with its comments translated.
     """
 
     id: str
@@ -171,6 +176,7 @@ class Exercise:
     time_limit: float = 5.0
     function_name: str | None = None
     devices: int = 1
+    solution: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cases", tuple(self.cases))
@@ -184,11 +190,13 @@ class Exercise:
 
     @property
     def topic(self) -> str:
-        """The part of the id before the dot: the ``solutions`` module."""
+        """The part of the id before the dot: the key of its topic."""
         return self.id.split(".", 1)[0]
 
     def solution_source(self) -> str:
-        """Return the reference implementation's source code."""
+        """Return the shown solution: by default the reference's source code."""
+        if self.solution:
+            return self.solution
         try:
             return textwrap.dedent(inspect.getsource(self.reference)).rstrip() + "\n"
         except (OSError, TypeError):

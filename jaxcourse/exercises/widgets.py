@@ -221,7 +221,19 @@ def check_panel(
     CheckPanel
         Shown as the widget in Jupyter, and as its summary line in plain text.
     """
+    return CheckPanel(exercise_id, answer, namespace=caller_namespace(), run=run)
+
+
+def caller_namespace(depth: int = 2) -> dict[str, Any] | None:
+    """Return the globals of the code ``depth`` frames up (a notebook's).
+
+    ``check_panel`` and ``autograde`` look the learner's function up there
+    again at every Check, so a re-run cell is what gets checked.
+    """
     frame = inspect.currentframe()
-    caller = frame.f_back.f_globals if frame and frame.f_back else None
-    del frame
-    return CheckPanel(exercise_id, answer, namespace=caller, run=run)
+    try:
+        for _ in range(depth):
+            frame = frame.f_back if frame is not None else None
+        return frame.f_globals if frame is not None else None
+    finally:
+        del frame

@@ -50,39 +50,12 @@ The package is split at its seams; everything public is importable from here:
 
 from __future__ import annotations
 
-from jaxcourse.launch.result import (
-    LaunchError,
-    LaunchResult,
-    LaunchTimeoutError,
-    MpirunNotFoundError,
-    PortInUseError,
-    RankFailedError,
-)
-from jaxcourse.launch.start import EnvSpec, free_port, launch, launch_mpirun
-from jaxcourse.launch.worker import (
-    COORDINATOR_ENV,
-    DEVICES_ENV,
-    LOOPBACK,
-    NUM_PROCESSES_ENV,
-    PROCESS_ID_ENV,
-    initialize_from_env,
-)
+from jaxcourse.launch import result, start, worker
+from jaxcourse.launch.result import *  # noqa: F403  (all public here)
+from jaxcourse.launch.start import *  # noqa: F403
+from jaxcourse.launch.worker import *  # noqa: F403
 
-__all__ = [
-    "COORDINATOR_ENV",
-    "DEVICES_ENV",
-    "LOOPBACK",
-    "NUM_PROCESSES_ENV",
-    "PROCESS_ID_ENV",
-    "EnvSpec",
-    "LaunchError",
-    "LaunchResult",
-    "LaunchTimeoutError",
-    "MpirunNotFoundError",
-    "PortInUseError",
-    "RankFailedError",
-    "free_port",
-    "initialize_from_env",
-    "launch",
-    "launch_mpirun",
-]
+__all__: list[str] = []
+__all__ += result.__all__
+__all__ += start.__all__
+__all__ += worker.__all__

@@ -30,11 +30,8 @@ import numpy as np
 
 from .explorer_base import (
     Explorer,
-    clear_button,
-    controls_row,
     figure,
-    figure_image,
-    png_bytes,
+    finish_axes,
     slider_style,
 )
 from .messages import message
@@ -219,11 +216,7 @@ def plot_timings(timings: list[LoaderTiming], newest: int | None = None,
     axes.set_xlabel(message("batch_size", language))
     axes.set_ylabel(message("loader_rate", language))
     axes.grid(alpha=0.3, which="both")
-    if title:
-        axes.set_title(title, fontsize=10)
-    if ordered:
-        axes.legend(fontsize=8)
-    return png_bytes(fig)
+    return finish_axes(fig, axes, title, legend=bool(ordered))
 
 
 class LoaderExplorer(Explorer):
@@ -253,13 +246,7 @@ class LoaderExplorer(Explorer):
             options=BATCH_SIZES, value=128, continuous_update=False,
             **slider_style(self.label("batch_size"), len(BATCH_SIZES) - 1),
         )
-        self.clear_button = clear_button(self.language)
-        self.image = figure_image(FIGURE_PX[0])
-        self.status = widgets.HTML()
-        self._on_change(self.measure, self.batch_size)
-        self._on_change(self.clear, self.clear_button)
-        self._assemble([controls_row(self.batch_size, self.clear_button)],
-                       [self.image, self.status])
+        self._runs_layout(self.measure, [self.batch_size], FIGURE_PX[0])
         self._start(run, self.measure)
 
     def title(self) -> str:

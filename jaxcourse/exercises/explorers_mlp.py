@@ -13,7 +13,6 @@ wires the sliders to them.
 from __future__ import annotations
 
 import functools
-import html
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,11 +24,9 @@ import numpy as np
 from ..mlp import batched_predict, init_params, loss
 from .explorer_base import (
     Explorer,
-    clear_button,
-    controls_row,
+    LegendEntry,
     figure,
-    figure_image,
-    png_bytes,
+    finish_axes,
     slider_style,
 )
 from .messages import message
@@ -60,18 +57,13 @@ class Subset:
 
 
 @dataclass(frozen=True)
-class Run:
+class Run(LegendEntry):
     """One retraining: its settings, loss per step and final test accuracy."""
 
     learning_rate: float
     batch_size: int
     losses: np.ndarray
     test_accuracy: float
-
-    @property
-    def label(self) -> str:
-        """Legend text, in English."""
-        return self.describe()
 
     def describe(self, language: str = "en") -> str:
         """Return the legend text in ``language``."""
@@ -173,11 +165,7 @@ def plot_runs(runs: list[Run], language: str = "en", title: str = "") -> bytes:
     axes.set_xlabel(message("sgd_step", language))
     axes.set_ylabel(message("lr_training_loss", language))
     axes.set_yscale("log")
-    if title:
-        axes.set_title(title, fontsize=10)
-    if runs:
-        axes.legend(fontsize=8)
-    return png_bytes(fig)
+    return finish_axes(fig, axes, title, legend=bool(runs))
 
 
 class LearningRateExplorer(Explorer):
@@ -214,15 +202,8 @@ class LearningRateExplorer(Explorer):
             options=BATCH_SIZES, value=128, continuous_update=False,
             **slider_style(self.label("batch_size"), len(BATCH_SIZES) - 1),
         )
-        self.clear_button = clear_button(self.language)
-        self.image = figure_image(FIGURE_PX[0])
-        self.status = widgets.HTML()
-        self._on_change(self.retrain, self.learning_rate, self.batch_size)
-        self._on_change(self.clear, self.clear_button)
-        self._assemble(
-            [controls_row(self.learning_rate, self.batch_size, self.clear_button)],
-            [self.image, self.status],
-        )
+        self._runs_layout(self.retrain, [self.learning_rate, self.batch_size],
+                          FIGURE_PX[0])
         self._start(run, self.retrain)
 
     def title(self) -> str:
@@ -240,18 +221,11 @@ class LearningRateExplorer(Explorer):
             self.subset = load_subset()
         run = train_curve(self.subset, self.learning_rate.value,
                           self.batch_size.value, steps=self.steps)
-        self.runs = (self.runs + [run])[-self.keep:]
-        self._redraw()
-        self.status.value = html.escape(run.describe(self.language))
+        self._show_run(run)
         return run
 
     def _redraw(self) -> None:
         self.image.value = plot_runs(self.runs, self.language, self.title())
-
-    def clear(self) -> None:
-        """Forget the earlier runs, keeping only the newest (the Clear button)."""
-        self.runs = self.runs[-1:]
-        self._redraw()
 
     def live_text(self) -> str:
         """Deterministic plain-text form (no numbers that vary across CPUs)."""

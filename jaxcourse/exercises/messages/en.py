@@ -1,0 +1,213 @@
+"""The catalogue's texts in English."""
+
+TEXTS: dict[str, str] = {
+    # Buttons and panel text.
+    "check": "Check",
+    "hint": "Hint",
+    "show_solution": "Show solution",
+    "hide_solution": "Hide solution",
+    "hint_n": "Hint {n} of {total}",
+    "no_hints": "This exercise has no hints.",
+    "no_more_hints": "No more hints.",
+    "solution_heading": "Reference solution",
+    "solution_unavailable": "The reference source is not available.",
+    # Summaries.
+    "summary": "{id}: {passed}/{total} tests passed",
+    "summary_not_attempted": "{id}: not attempted yet (0/{total} tests)",
+    "summary_deferred": "{id}: graded separately",
+    "checking": "Checking…",
+    "attempt": "check {n}",
+    # Where in a returned value a problem is (see judging.where).
+    "structure_array": "array",
+    "path_first_item": "the {ordinal} returned value",
+    "path_first_key": "the returned entry {key}",
+    "path_item": "the {ordinal} item of {whole}",
+    "path_key": "entry {key} of {whole}",
+    "at_path": "{where}: {problem}",
+    # Between a label and its text (Chinese uses the full-width colon).
+    "label_sep": ": ",
+    "all_passed": "All tests passed.",
+    # One test's verdict.
+    "ok": "{test}: ok",
+    "failed": "{test}: {problem}",
+    "expected_got": "expected {expected}, got {got}",
+    "not_attempted": "not attempted yet (the function still raises "
+    "NotImplementedError)",
+    "missing_function": "no function named `{name}` was found",
+    "not_callable": "`{name}` is a {type}, not a function",
+    "raised": "raised {error}",
+    "raised_under": "under {transform}, raised {error}",
+    "jit_advice": "the code needs a concrete value where JAX only has a "
+    "traced one: use jnp functions and jnp.where instead of NumPy, "
+    "Python `if`, int() or float() on arrays",
+    "tracer_leak": "a JAX tracer escaped a transformation (did you store a "
+    "value computed inside jit/grad/vmap in a global?)",
+    "timeout": "did not finish within {seconds:g} s (an endless loop, or far "
+    "too slow?)",
+    "skipped_after_timeout": "skipped: an earlier test ran out of time",
+    "returned_none": "returned None: did you forget `return`?",
+    "returned_type": "returned a {type} where {expected} was expected",
+    "returned_tracer": "returned a JAX tracer that escaped a transformation",
+    "wrong_structure": "wrong structure: expected {expected}, got {got}",
+    "wrong_shape": "wrong shape: expected {expected}, got {got}",
+    "wrong_dtype": "wrong dtype: expected {expected}, got {got}",
+    "wrong_kind": "wrong dtype: expected a {expected} type, got {got}",
+    "has_nan": "the result contains NaN in {count} of {size} entries",
+    "wrong_values": "wrong values: expected {expected}, got {got} (largest "
+    "difference {diff:.3g} at index {index})",
+    "wrong_values_large": "wrong values in {count} of {size} entries (largest "
+    "difference {diff:.3g} at index {index}: expected {expected:.4g}, got "
+    "{got:.4g})",
+    "mutated_input": "changed its input in place (argument {arg}); return a "
+    "new value instead",
+    "transposed": "the axes look swapped",
+    "not_vectorized": "the traced program grows with the batch "
+    "({small} operations for {n_small} examples, {large} for {n_large}): "
+    "a Python loop over the examples? Use array operations or jax.vmap",
+    "printed": "(its printed output, {chars} characters, was hidden)",
+    "array": "an array",
+    "float_kind": "floating-point",
+    "int_kind": "integer",
+    # Transform names.
+    "under_jit": "jax.jit",
+    "under_grad": "jax.grad",
+    "under_vmap": "jax.vmap",
+    "under_trace": "jax.make_jaxpr",
+    # Grading.
+    "grading_timeout": "the notebook ran past the {seconds:g} s time limit",
+    "grading_crash": "the notebook process died ({how})",
+    "grading_unreadable": "its results could not be read ({why})",
+    "grading_cell_errors": "cells that raised: {cells}",
+    # Every display (the check panel and the explorers).
+    "kernel_gone": "The kernel restarted: run the cells above again.",
+    "explorer": "explorer",
+    "clear": "Clear",
+    "batch_size": "batch size",
+    "sgd_step": "SGD step",
+    "synthetic_data": "synthetic data",
+    # Chapter 1's learning-rate explorer.
+    "lr_learning_rate": "learning rate",
+    "lr_training_loss": "training loss",
+    "lr_title": "{dataset}: {train:,} training images, accuracy on {test:,} test "
+    "images",
+    "lr_run": "lr={lr:.3g}, batch={batch}: test acc {accuracy:.2f}",
+    "lr_text": "Learning-rate explorer: {steps} SGD steps per run; move a slider "
+    "to retrain.",
+    # Chapter 2's loader explorer.
+    "loader_per_sample": "per-sample transform + numpy_collate",
+    "loader_batched": "whole arrays + BatchSampler",
+    "loader_rate": "examples per second",
+    "loader_title": "{dataset}: the first {n:,} training images",
+    "loader_timing": "batch size {batch}: per-sample {per_sample:,.0f} "
+    "examples/s, batched {batched:,.0f} examples/s ({speedup:.0f}x)",
+    "loader_text": "Loader explorer: {n} examples per measurement; move the "
+    "slider to time another batch size.",
+    # Chapter 3's ELBO explorer.
+    "elbo_samples": "samples per step",
+    "elbo_step_size": "step size",
+    "elbo_estimate": "ELBO (Monte Carlo estimate)",
+    "elbo_mean": "mean ± 2σ",
+    "elbo_true_beta": "true β",
+    "elbo_coefficient": "coefficient j",
+    "elbo_title": "the chapter's data: {points} simulated points, {features} "
+    "features",
+    "elbo_fit": "{samples} samples, step {step:.3g}: final ELBO ≈ {elbo:.1f}",
+    "elbo_text": "ELBO explorer: {steps} SGD steps per fit; move a slider to "
+    "refit.",
+    # Chapter 4's sharding explorer.
+    "sharding_mesh": "mesh (a×b)",
+    "sharding_rows": "P( rows:",
+    "sharding_columns": ", columns:",
+    "sharding_operation": "operation",
+    "sharding_piece": "1 piece of shape {shape}, {where}",
+    "sharding_pieces": "{n} pieces of shape {shape}, {where}",
+    "sharding_one_device": "each on one device",
+    "sharding_copies": "each stored on {copies} devices",
+    "sharding_where": "CPU {ids}: rows {rows}, columns {columns}",
+    "sharding_local": "{operation}: no communication (every device computes its "
+    "own piece)",
+    "sharding_communicates": "{operation}: communicates ({collectives})",
+    "sharding_invalid": "{spec} is not a valid layout here: {error}",
+    "sharding_layout": "{spec} on the {mesh} mesh: {layout}",
+    "sharding_text": "Sharding explorer: choose a mesh, a PartitionSpec and an "
+    "operation; the layout and its communication update.",
+    # Chapter 5's collective explorer.
+    "collective": "collective",
+    "devices": "devices",
+    "collective_entries": "entries per device",
+    "collective_problem": "{name} over {n} devices cuts every block into {n} "
+    "equal pieces: the block length must be a multiple of {n}, and {length} is not",
+    "collective_head": "{name} over {n} devices, blocks of {length} float32 "
+    "({size} bytes)",
+    "collective_compiled": "compiled to: {collectives}",
+    "collective_none": "no collective",
+    "collective_matches": "matches the NumPy model of the collective: {answer}",
+    "yes": "yes",
+    "no": "NO",
+    "collective_sends": "each device sends about {sent} bytes ({blocks:g} blocks, "
+    "ring algorithm)",
+    "collective_device": "device {d}: {before} -> {after}",
+    "collective_more": ", ... ({n} entries)",
+    "collective_text": "Collective explorer: choose a collective, the number of "
+    "devices and the entries per device; every device's block before and after, "
+    "the compiled collective and the bytes sent update.",
+    # Chapter 6's batch-split explorer.
+    "split_processes": "processes",
+    "split_devices": "devices per process",
+    "split_batch": "global batch",
+    "split_problem": "{batch} rows do not split evenly over {devices} devices "
+    "({processes} processes × {per_process}): "
+    "jax.make_array_from_process_local_data would refuse this batch. Use a "
+    "multiple of {devices}: drop to {lower} rows or pad to {upper} (and mask the "
+    "padding).",
+    "split_head_process": "process",
+    "split_head_loads": "loads",
+    "split_head_device": "local device",
+    "split_head_position": "mesh position",
+    "split_head_holds": "holds rows",
+    "split_rows": "rows {start}:{stop}",
+    "split_summary": "Each process loads {per_process} rows; each device holds "
+    "{per_device}.",
+    "split_legend": "process {p}",
+    "split_xlabel": "row of the global batch ({batch} rows)",
+    "split_text": "Batch-split explorer: choose the processes, devices per "
+    "process and global batch size; the rows each device holds update.",
+    # Chapter 7's data-parallel explorer.
+    "dp_name": "Data-parallel explorer",
+    "dp_devices": "devices",
+    "dp_per_device": "batch per device",
+    "dp_collective": "collective",
+    "dp_axes_both": "psum(x, (\"i\", \"j\")): over both axes",
+    "dp_axes_j": "psum(x, \"j\"): within each device only",
+    "dp_axes_i": "psum(x, \"i\"): across the devices only",
+    "dp_axes_none": "no psum (x / x)",
+    "dp_device_k": "device {k}",
+    "dp_xlabel": "example on each device (vmap's axis \"j\")",
+    "dp_title": "the values after normalization: they sum to {total}",
+    "dp_no_sum": "no sum",
+    "dp_psum_over": "psum over {axes}",
+    "dp_more": ", …",
+    "dp_summary": "<b>global batch</b> = {d} devices × {b} each = {n} "
+    "examples<br><b>images split for the devices</b>: ({n}, 28, 28) → {images}; "
+    "each device gets {shard}<br><b>{axes}</b>: sum on each device [{sums}], sum "
+    "of everything {total} (the result lives on {on} devices)",
+    "dp_text": "Data-parallel explorer: change the devices, the batch per device "
+    "or the psum's axes, and see the global batch, each device's shape and the "
+    "sums.",
+    # The grader's own sentences (runner and grading).
+    "grading_empty": "the file is empty",
+    "grading_not_json": "the file is not JSON ({why})",
+    "grading_not_notebook": "the file is JSON but not a notebook ({why})",
+    "grading_exited": "the notebook ended its own process ({how}) before the "
+    "checks",
+    "grading_oom": "it ran out of memory (limit {mb} MB){where}",
+    "grading_oom_cells": " in cells {cells}",
+    "grading_tamper_write": "it tried to change the course's files ({path}): zero",
+    "grading_tamper_read": "it tried to read outside its own folder ({path}): zero",
+    "grading_tamper_changed": "the course's files changed while it ran ({files}); "
+    "they were restored: zero",
+    "grading_feedback_title": "Feedback: {name}",
+    "grading_status": "Status: {status}",
+    "grading_score": "Score: {total:g} of {count}",
+    "grading_exercise": "{id}: {score:.0%}",
+}

@@ -1,0 +1,493 @@
+"""How chapter 6's answers are run as several processes would run them.
+
+The checking harness of :mod:`solutions.multiprocess`, whose exercises name
+these functions as their runners and extracts; it holds no exercise.
+
+- :func:`every_process` calls a ``process_rows``-like answer once per process
+  index.
+- :func:`simulate_processes` runs a ``sum_metrics``-like answer once per
+  simulated process, in this process, with a stand-in collective that is
+  matched by call order, as real collectives are, and with string hashing
+  salted per process, as on separate machines (:class:`SaltedName`,
+  :class:`Metrics`).
+- :func:`launch_run_epoch` and :func:`launch_global_batch` check for real:
+  they write the learner's function into a worker script (:data:`WORKER`,
+  :data:`GLOBAL_WORKER`) and start it in 2 processes with
+  :func:`jaxcourse.launch.launch`; a hang is ended by the launcher's timeout
+  and reported, with what each process did, as a failed test.
+- :func:`in_one_process` (with :func:`local_step`) and :func:`global_values`
+  (on :func:`one_device_rows`) check the same answers in this one process
+  first, where a mistake is cheap to name; :func:`not_relaunched` marks the
+  known mistakes those cases already recognise, so that checking them never
+  costs a launch.
+
+Every failure of the processes to stay in step is a
+:class:`ProcessesOutOfStepError`, whose message the learner reads.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import tempfile
+import textwrap
+import tokenize
+import zlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from jaxcourse import CourseError
+
+
+class ProcessesOutOfStepError(CourseError):
+    """The (simulated or launched) processes did not stay in step."""
+
+
+# ---- simulated processes -----------------------------------------------------
+
+
+def every_process(function: Callable, num_records: int, process_count: int) -> tuple:
+    """Call ``process_rows``-like ``function`` once per process index.
+
+    A list of indices, or a JAX array, holds the same records as the NumPy
+    array the text asks for, so lists are turned into arrays first.
+    """
+    return tuple(_indices(function(num_records, p, process_count))
+                 for p in range(process_count))
+
+
+def _indices(out: Any) -> Any:
+    if isinstance(out, (list, tuple)):
+        # An empty list has no dtype of its own: it holds no index, of any type.
+        return np.asarray(out, dtype=np.int64 if not out else None)
+    return out
+
+
+class SaltedName(str):
+    """A metric name whose hash depends on the process, as on another machine.
+
+    Python salts string hashes per interpreter (``PYTHONHASHSEED``), so a
+    ``set`` of names iterates in a different order on each machine. In one
+    checking process we imitate that with a deterministic, per-process hash.
+    Equality and sorting are those of ``str``.
+    """
+
+    salt: int
+
+    def __new__(cls, name: str, salt: int) -> SaltedName:  # noqa: D102
+        obj = super().__new__(cls, name)
+        obj.salt = salt
+        return obj
+
+    def __hash__(self) -> int:
+        return zlib.crc32(f"{self.salt}:{str.__str__(self)}".encode())
+
+    def __eq__(self, other: object) -> bool:
+        return str.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return str.__ne__(self, other)
+
+
+class Metrics(dict):
+    """A dict keyed by :class:`SaltedName` that also answers to plain strings."""
+
+    def __missing__(self, key: Any) -> Any:
+        for name, value in self.items():
+            if name == key:
+                return value
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return any(name == key for name in self.keys())
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        """Like :meth:`dict.get`, for plain-string keys too."""
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+
+def _metrics_of(process: int, items: Sequence[tuple[str, float]]) -> Metrics:
+    return Metrics((SaltedName(name, process), value) for name, value in items)
+
+
+def simulate_processes(function: Callable, per_process: Sequence) -> tuple:
+    """Run ``function(local_metrics, allreduce)`` as each process would.
+
+    Collectives are matched by the order in which each process calls them,
+    as in JAX: the k-th ``allreduce`` of every process is summed with the k-th
+    of the others. A first pass records what each process passes to its
+    collectives; a second pass runs each process again, with every collective
+    returning its sum.
+
+    Raises
+    ------
+    ProcessesOutOfStepError
+        If the processes call ``allreduce`` different numbers of times, or
+        with different shapes (on a cluster: a hang or a crash).
+    """
+    def record(calls: list) -> Callable:
+        def allreduce(value: Any) -> Any:
+            calls.append(np.asarray(value, dtype=np.float64))
+            return value
+        return allreduce
+
+    calls: list[list[np.ndarray]] = []
+    for p, items in enumerate(per_process):
+        calls.append([])
+        function(_metrics_of(p, items), record(calls[-1]))
+    counts = [len(c) for c in calls]
+    if len(set(counts)) > 1:
+        raise ProcessesOutOfStepError(
+            f"the processes called allreduce different numbers of times {counts}: "
+            "on a cluster the ones with more calls would wait forever"
+        )
+    sums = []
+    for k, values in enumerate(zip(*calls, strict=True)):
+        shapes = {v.shape for v in values}
+        if len(shapes) > 1:
+            raise ProcessesOutOfStepError(
+                f"collective number {k + 1} got arrays of different shapes "
+                f"{[v.shape for v in values]} in different processes: on a "
+                "cluster this hangs or crashes"
+            )
+        sums.append(np.sum(values, axis=0))
+
+    def replay(next_sum: list[int]) -> Callable:
+        def allreduce(value: Any) -> np.ndarray:
+            k = next_sum[0]
+            next_sum[0] += 1
+            return sums[k] if k < len(sums) else np.asarray(value, np.float64)
+        return allreduce
+
+    results = []
+    for p, items in enumerate(per_process):
+        out = function(_metrics_of(p, items), replay([0]))
+        if isinstance(out, dict):
+            out = {str.__str__(k) if isinstance(k, str) else k: v
+                   for k, v in out.items()}
+        results.append(out)
+    return tuple(results)
+
+
+# ---- a real launch -----------------------------------------------------------
+
+LAUNCH_PROCESSES = 2
+LAUNCH_TIMEOUT = 20.0
+_RESULT = "RESULT-JSON:"
+_STEP = re.compile(r"^scenario (\d+): step (\d+) of process")
+
+#: The start of both worker scripts: the launch, a mesh of every device of
+#: every process, and the learner's function, read from the file named by
+#: argv[2] with the names the exercise text lets it use.
+_WORKER_START = '''\
+import json
+import sys
+
+from jaxcourse.launch import initialize_from_env
+
+initialize_from_env()
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import multihost_utils
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+scenarios = json.loads(sys.argv[1])
+rank = jax.process_index()
+# An Auto axis, as in chapter 6's scripts: the compiler places the reduction.
+mesh = jax.make_mesh((jax.device_count(),), ("batch",), axis_types=(AxisType.Auto,))
+rows = NamedSharding(mesh, P("batch"))
+namespace = {"jax": jax, "jnp": jnp, "np": np, "multihost_utils": multihost_utils,
+             "NamedSharding": NamedSharding, "P": P}
+with open(sys.argv[2]) as f:
+    exec(compile(f.read(), "<your function>", "exec"), namespace)
+function = namespace[sys.argv[3]]
+'''
+
+
+def _worker(purpose: str, body: str) -> str:
+    """Return a worker script: its docstring, :data:`_WORKER_START`, ``body``."""
+    return f'"""One process of {purpose}."""\n' + _WORKER_START + body
+
+
+WORKER = _worker("a run_epoch check: runs the learner's function on its data", '''\
+global_mean = jax.jit(jnp.mean)
+calls = 0
+
+
+def make_step(scenario, batch_size):
+    global calls
+    calls = 0
+
+    def step(batch):
+        """A training step's stand-in: the mean of the global batch."""
+        global calls
+        batch = np.asarray(batch, dtype=np.float32)
+        if batch.shape != (batch_size,):
+            raise ValueError(
+                f"process {rank} passed step() a batch of shape {batch.shape}, not "
+                f"({batch_size},): every process must pass full batches"
+            )
+        calls += 1
+        print(f"scenario {scenario}: step {calls} of process {rank} started",
+              flush=True)
+        shape = (batch_size * jax.process_count(),)
+        x = jax.make_array_from_process_local_data(rows, batch, shape)
+        return float(global_mean(x))
+    return step
+
+
+results = []
+for scenario, (sizes, batch_size) in enumerate(scenarios, start=1):
+    local_data = 1000.0 * rank + np.arange(sizes[rank], dtype=np.float32)
+    out = function(local_data, batch_size, make_step(scenario, batch_size))
+    results.append([float(v) for v in out])
+print("RESULT-JSON:" + json.dumps(results), flush=True)
+''')
+
+
+def _source_of(function: Callable) -> str:
+    try:
+        source = textwrap.dedent(inspect.getsource(function))
+    except (OSError, TypeError, SyntaxError, tokenize.TokenError):
+        # SyntaxError and TokenError: the file changed since the function was
+        # defined, so its recorded lines no longer hold it.
+        raise ProcessesOutOfStepError(
+            "the checker could not read your function's source code: define it "
+            "with `def` in a notebook cell or a file"
+        ) from None
+    if function.__name__ == "<lambda>":
+        raise ProcessesOutOfStepError("write the function with `def`, not lambda")
+    return source
+
+
+def _steps_called(lines: list[str]) -> dict[int, int]:
+    """Map each scenario a process started steps in to its number of steps."""
+    steps: dict[int, int] = {}
+    for line in lines:
+        if m := _STEP.match(line):
+            steps[int(m[1])] = int(m[2])
+    return steps
+
+
+def _hang_message(result: Any) -> str:
+    parts = []
+    for rank in range(result.num_processes):
+        lines = result.lines(rank)
+        done = any(line.startswith(_RESULT) for line in lines)
+        steps = _steps_called(lines)
+        where = f" in scenario {max(steps)}" if steps else ""
+        count = steps[max(steps)] if steps else 0
+        parts.append(f"process {rank} called step() {count} times{where}"
+                     + (" and finished" if done else " and was still waiting"))
+    return (f"the processes hung and were ended after {LAUNCH_TIMEOUT:g} s: "
+            + "; ".join(parts)
+            + " — every process must call step() (a collective) the same number "
+            "of times")
+
+
+def _failure_message(error: Any) -> str:
+    rank = getattr(error, "rank", "?")
+    lines = [line for line in error.result.lines(rank, "stderr") if line.strip()]
+    last = lines[-1].strip() if lines else str(error).splitlines()[0]
+    return f"process {rank} failed: {last}"
+
+
+def launch_run_epoch(function: Callable, scenarios: Sequence) -> tuple:
+    """Run ``function`` in 2 launched processes (1 device each) per scenario.
+
+    Parameters
+    ----------
+    function : callable
+        ``function(local_data, batch_size, step)``; its source is copied into
+        the worker script, so it may use only its arguments and ``jax``,
+        ``jnp``, ``np``, ``multihost_utils``, ``NamedSharding`` and ``P``.
+    scenarios : sequence of (sizes, batch_size)
+        ``sizes[r]`` records for process ``r``; run one after the other.
+
+    Returns
+    -------
+    tuple
+        For each process, one array of step results per scenario.
+
+    Raises
+    ------
+    ProcessesOutOfStepError
+        If the processes hang (ended after ``LAUNCH_TIMEOUT`` s) or one fails;
+        the message says what each process did.
+    """
+    result = _launch_worker(WORKER, function, scenarios, devices_per_process=1)
+    counts = [_steps_called(result.lines(rank)) for rank in range(LAUNCH_PROCESSES)]
+    for scenario in range(1, len(scenarios) + 1):
+        calls = [c.get(scenario, 0) for c in counts]
+        if len(set(calls)) == 1:
+            continue
+        # Collectives matched with the wrong partner (the next scenario's
+        # step, say) may even return; the step counts still differ.
+        done = ", ".join(f"process {r} {n} times" for r, n in enumerate(calls))
+        raise ProcessesOutOfStepError(
+            f"in scenario {scenario} the processes called step() different "
+            f"numbers of times ({done}): "
+            "the extra steps had no partner, so on a cluster they hang or compute "
+            "garbage — every process must call step() the same number of times"
+        )
+    per_rank = []
+    for rank in range(LAUNCH_PROCESSES):
+        line = next(x for x in result.lines(rank) if x.startswith(_RESULT))
+        per_rank.append(tuple(np.array(v, dtype=np.float64)
+                              for v in json.loads(line[len(_RESULT):])))
+    return tuple(per_rank)
+
+
+#: Known mistakes that the in-process cases recognise: launched, they hang or
+#: fail, so naming them there too would only cost a launch (or a timeout).
+#: Kept as (module, name): a learner's function of the same name is launched.
+_NOT_RELAUNCHED: set[tuple[str, str]] = set()
+
+
+def not_relaunched(*mistakes: Callable) -> None:
+    """Mark known mistakes that the launched cases need not run.
+
+    Parameters
+    ----------
+    *mistakes : callable
+        Module-level functions, given as a :class:`jaxcourse.exercises.Mistake`
+        of an exercise whose in-process cases already recognise them.
+    """
+    _NOT_RELAUNCHED.update((f.__module__, f.__name__) for f in mistakes)
+
+
+def _launch_worker(worker: str, function: Callable, scenarios: Sequence,
+                   devices_per_process: int) -> Any:
+    """Launch ``worker`` with the learner's ``function`` in LAUNCH_PROCESSES ranks."""
+    from jaxcourse.launch import LaunchTimeoutError, RankFailedError, launch
+
+    if (getattr(function, "__module__", None),
+            getattr(function, "__name__", None)) in _NOT_RELAUNCHED:
+        raise ProcessesOutOfStepError("a known mistake, recognised in one process")
+    source = _source_of(function)
+    with tempfile.TemporaryDirectory(prefix="jaxcourse-check-") as folder:
+        Path(folder, "worker.py").write_text(worker)
+        Path(folder, "answer.py").write_text(source)
+        try:
+            return launch(
+                "worker.py", LAUNCH_PROCESSES, devices_per_process, cwd=folder,
+                echo=False, timeout=LAUNCH_TIMEOUT, grace=0.5,
+                args=[json.dumps([list(s) for s in scenarios]), "answer.py",
+                      function.__name__],
+            )
+        except LaunchTimeoutError as err:
+            raise ProcessesOutOfStepError(_hang_message(err.result)) from None
+        except RankFailedError as err:
+            raise ProcessesOutOfStepError(_failure_message(err)) from None
+
+
+# ---- global_batch, launched ----------------------------------------------------
+
+GLOBAL_DEVICES_PER_PROCESS = 2
+
+GLOBAL_WORKER = _worker(
+    "a global_batch check: builds the global batch from its rows", '''\
+results = []
+for num_rows, lengths, max_len in scenarios:
+    # Each process holds rows of its own length, as after padding locally.
+    length = lengths[rank]
+    local = 100.0 * (rank + 1) + np.arange(num_rows * length, dtype=np.float32)
+    out = function(local.reshape(num_rows, length), max_len, rows)
+    if not isinstance(out, jax.Array):
+        raise TypeError(f"process {rank} returned a {type(out).__name__}, not a "
+                        "global jax.Array")
+    total = float(jax.jit(jnp.sum)(out))  # a collective over the global array
+    whole = multihost_utils.process_allgather(out, tiled=True)
+    results.append([list(out.shape), total, np.asarray(whole).tolist()])
+print("RESULT-JSON:" + json.dumps(results), flush=True)
+''')
+
+
+def launch_global_batch(function: Callable, scenarios: Sequence) -> tuple:
+    """Run ``global_batch``-like ``function`` in 2 processes of 2 devices each.
+
+    Parameters
+    ----------
+    function : callable
+        ``function(local_batch, max_len, sharding)``; its source is copied
+        into the worker script (see :func:`launch_run_epoch`).
+    scenarios : sequence of (rows, lengths, max_len)
+        Every process holds ``rows`` rows of length ``lengths[rank]``.
+
+    Returns
+    -------
+    tuple
+        For each process and scenario: the global shape it saw, the sum of the
+        global array computed under ``jit``, and the whole array, gathered.
+
+    Raises
+    ------
+    ProcessesOutOfStepError
+        If the processes hang or one fails (see :func:`launch_run_epoch`).
+    """
+    result = _launch_worker(GLOBAL_WORKER, function, scenarios,
+                            devices_per_process=GLOBAL_DEVICES_PER_PROCESS)
+    per_rank = []
+    for rank in range(LAUNCH_PROCESSES):
+        line = next(x for x in result.lines(rank) if x.startswith(_RESULT))
+        per_rank.append(tuple(
+            (np.array(shape, dtype=np.int64), np.float64(total),
+             np.array(values, dtype=np.float64))
+            for shape, total, values in json.loads(line[len(_RESULT):])))
+    return tuple(per_rank)
+
+
+# ---- the same answers, in this one process -------------------------------------
+
+
+def one_device_rows() -> NamedSharding:
+    """Rows split over a one-device mesh: one process with one device."""
+    mesh = jax.make_mesh((1,), ("batch",), axis_types=(AxisType.Auto,),
+                         devices=jax.devices()[:1])
+    return NamedSharding(mesh, P("batch"))
+
+
+def global_values(out: Any) -> np.ndarray:
+    """Extract: the values of a global jax.Array (anything else is an error)."""
+    if not isinstance(out, jax.Array):
+        raise TypeError(f"got a {type(out).__name__}, not a global jax.Array: build "
+                        "it with jax.make_array_from_process_local_data")
+    return np.asarray(out)
+
+
+def local_step(batch_size: int) -> Callable:
+    """Return a one-process ``step``: the mean of a full batch."""
+    def step(batch):
+        batch = np.asarray(batch, dtype=np.float32)
+        if batch.shape != (batch_size,):
+            raise ValueError(f"step() got a batch of shape {batch.shape}, not "
+                             f"({batch_size},): pass full batches only")
+        return float(np.mean(batch))
+    return step
+
+
+def in_one_process(function: Callable, size: int, batch_size: int) -> np.ndarray:
+    """Run ``run_epoch``-like ``function`` on ``size`` records in one process.
+
+    Returns
+    -------
+    numpy.ndarray
+        The results of its steps (:func:`local_step`), as floats.
+    """
+    data = np.arange(size, dtype=np.float32)
+    return np.array([float(v) for v in function(data, batch_size,
+                                                local_step(batch_size))])
+
