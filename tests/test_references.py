@@ -317,7 +317,7 @@ def test_the_fingerprint_names_what_the_module_imports(topic):
 
 
 def test_imports_are_found_in_every_form():
-    roots = {"jaxcourse": Path(references.__file__).resolve().parents[2]}
+    roots = {"jaxcourse": references._package_root()}
     found = references._imported(textwrap.dedent("""
         from jaxcourse import (
             devices,
