@@ -39,7 +39,8 @@ from jaxcourse.exercises.references.writer import serialize, stale
 
 
 def test_no_store_is_stale():
-    old = {name: references_writer.changes(name) for name in _module_devices()}
+    old = {name: references_writer.changes(name)
+           for name in references_writer.module_files()}
     old = {name: why for name, why in old.items() if why}
     assert old == {}, (
         f"stale stores, and why: {old}; run `python -m jaxcourse.exercises.references`"
@@ -58,19 +59,9 @@ def test_every_exercise_has_stored_outputs(exercise_id):
 
 
 def test_stores_stay_small():
-    paths = [store_path(f) for f, _ in _module_devices().values()]
+    paths = [store_path(f) for f, _ in references_writer.module_files().values()]
     total = sum(p.stat().st_size for p in paths)
     assert total < 2 * 1024 * 1024, f"the stores take {total} bytes"
-
-
-def _module_devices() -> dict[str, tuple[Path, int]]:
-    found: dict[str, tuple[Path, int]] = {}
-    for exercise_id in exercise_ids():
-        exercise = get(exercise_id)
-        name = exercise.reference.__module__
-        devices = max(exercise.devices, found.get(name, (None, 1))[1])
-        found[name] = (Path(sys.modules[name].__file__), devices)
-    return found
 
 
 _VERIFIED: dict[str, dict[str, list[str]]] = {}
@@ -84,7 +75,7 @@ def test_stored_outputs_equal_live_ones(exercise_id):
     # case's own comparison; each exercise's test reads its part.
     name = get(exercise_id).reference.__module__
     if name not in _VERIFIED:
-        module_file, devices = _module_devices()[name]
+        module_file, devices = references_writer.module_files()[name]
         _VERIFIED[name] = references_writer.verify_in_process(
             name, module_file, devices)
     assert _VERIFIED[name].get(exercise_id) == []

@@ -43,7 +43,8 @@ from pathlib import Path
 import nbformat
 
 from .. import course
-from .references import writer as references
+from .references.writer import stale as stale_outputs
+from .references.writer import write_all as write_outputs
 
 __all__ = [
     "BEGIN",
@@ -554,7 +555,7 @@ def _run(args: argparse.Namespace) -> int:
         for name in stale:
             print(f"out of date: exercises/{name}")
         # The reference outputs stored beside each topic's module.
-        outputs = references.stale()
+        outputs = stale_outputs()
         for path in outputs:
             print(f"out of date: {_shown(path)} (stored reference outputs)")
         if stale or masters or outputs:
@@ -566,7 +567,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"wrote {_shown(path)}")
     # The reference outputs, so that a first Check runs only the learner's
     # function; only the stale ones are computed again.
-    references.write_all(echo=lambda line: print(f"reference outputs: {line}"))
+    write_outputs(echo=lambda line: print(f"reference outputs: {line}"))
     return 0
 
 

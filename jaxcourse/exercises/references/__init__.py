@@ -115,9 +115,8 @@ def _digest(path: Path) -> str:
 
 def _package_root() -> Path:
     # The folder that holds the jaxcourse package (site-packages, or the
-    # repository in an editable install): this file is
-    # jaxcourse/exercises/references/__init__.py.
-    return Path(__file__).resolve().parents[_MODULE.count(".") + 1]
+    # repository in an editable install), found from the package itself.
+    return Path(sys.modules[_TOP_PACKAGE].__file__).resolve().parents[1]
 
 
 def _roots(module: Any) -> dict[str, Path]:

@@ -38,6 +38,7 @@ from . import (
 
 __all__ = [
     "changes",
+    "module_files",
     "compute_store",
     "main",
     "serialize",
@@ -243,7 +244,7 @@ def verify_in_process(module_name: str, module_file: str | os.PathLike,
     return json.loads(text)
 
 
-def _module_files() -> dict[str, tuple[Path, int]]:
+def module_files() -> dict[str, tuple[Path, int]]:
     """Every module that defines exercises: its file and the devices it needs."""
     modules: dict[str, tuple[Path, int]] = {}
     for exercise_id in exercise_ids():
@@ -288,7 +289,7 @@ def stale(modules: Sequence[str] | None = None) -> list[Path]:
         Module names to look at; by default every module that defines
         exercises.
     """
-    names = list(_module_files()) if modules is None else list(modules)
+    names = list(module_files()) if modules is None else list(modules)
     return [store_path(importlib.import_module(name).__file__)
             for name in names if changes(name)]
 
@@ -306,7 +307,7 @@ def write_all(*, force: bool = False,
     """
     changed = []
     todo = set(stale()) if not force else None
-    for name, (module_file, devices) in sorted(_module_files().items()):
+    for name, (module_file, devices) in sorted(module_files().items()):
         path = store_path(module_file)
         if todo is not None and path not in todo:
             if echo:
@@ -357,14 +358,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _child_main(*args.child, args.devices, args.out)
     if args.verify:
         failed = False
-        for name, (module_file, devices) in sorted(_module_files().items()):
+        for name, (module_file, devices) in sorted(module_files().items()):
             problems = verify_in_process(name, module_file, devices)
             for exercise_id, found in problems.items():
                 failed = failed or bool(found)
                 print(f"{exercise_id}: {'; '.join(found) if found else 'ok'}")
         return 1 if failed else 0
     if args.check:
-        old = {name: changes(name) for name in sorted(_module_files())}
+        old = {name: changes(name) for name in sorted(module_files())}
         old = {name: why for name, why in old.items() if why}
         for name, why in old.items():
             print(f"stale: {name} ({', '.join(why)})")
