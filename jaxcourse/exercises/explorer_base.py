@@ -7,7 +7,7 @@ text that depends on nothing random (no timings, no numbers that vary
 across CPUs). What every display shares lives here, once:
 
 * **grading-mode deferral**: while a class's notebooks are graded
-  (:func:`jaxcourse.exercises.core.grading_mode`), nothing is computed and
+  (:func:`jaxcourse.exercises.judging.grading_mode`), nothing is computed and
   the text form says the display is graded separately;
 * **the change-handler wiring**: :meth:`Display._on_change` runs one action
   when a control's value changes or a button is clicked;
@@ -49,11 +49,13 @@ __all__ = [
     "STEP_PX",
     "Display",
     "Explorer",
+    "LegendEntry",
     "clear_button",
     "controls_row",
     "css_width",
     "figure",
     "figure_image",
+    "finish_axes",
     "png_bytes",
     "show_figure",
     "slider_style",
