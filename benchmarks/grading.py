@@ -1,6 +1,6 @@
 """How fast does the grader get through a class, and where does the time go?
 
-Run: ``python benchmarks/grading.py`` (``--submissions 20 --chapter 03_vmap_bayesian``).
+Run: ``python benchmarks/grading.py`` (``--submissions 20 --chapter 03_bayes``).
 
 Builds a class of generated submissions of one chapter (a third solved, a
 third half solved, a third untouched, from the chapter's master and student
@@ -92,7 +92,7 @@ def run(chapter: str, count: int, timeout: float) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--chapter", default="03_vmap_bayesian")
+    parser.add_argument("--chapter", default="03_bayes")
     parser.add_argument("--submissions", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=300.0)
     args = parser.parse_args(argv)

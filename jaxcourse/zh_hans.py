@@ -8,15 +8,14 @@ Usage::
 The Traditional-Chinese (Taiwan) masters are the only sources; this module
 derives from them, the way student notebooks derive from solution notebooks:
 
-==========================================  ==========================================
+==========================================  ============================================
 master (zh-Hant)                            generated (zh-Hans)
-==========================================  ==========================================
-``book/07_zh_data_parallel.ipynb``          ``book/07_zh_hans_data_parallel.ipynb``
-``solutions/07_zh_data_parallel_            ``solutions/07_zh_hans_data_parallel_
-exercises.ipynb``                           exercises.ipynb``
+==========================================  ============================================
+``book/07_dp_zh.ipynb``                     ``book/07_dp_zh_hans.ipynb``
+``solutions/07_dp_zh_exercises.ipynb``      ``solutions/07_dp_zh_hans_exercises.ipynb``
 ``solutions/dp_zh.py`` (its texts)          ``solutions/dp_zh_hans_texts.json``
 ``book/glossary_zh.md``                     ``book/glossary_zh_hans.md``
-==========================================  ==========================================
+==========================================  ============================================
 
 The exercises of the edition are not a second module: :mod:`solutions.dp_zh`
 registers them from its own, with every text a learner reads (titles, test
@@ -75,9 +74,9 @@ ROOT = Path(__file__).resolve().parents[1]
 TERMS_FILE = ROOT / "book" / "glossary_zh_terms.tsv"
 #: (master, generated) paths, relative to the repository root.
 PAIRS: tuple[tuple[str, str], ...] = (
-    ("book/07_zh_data_parallel.ipynb", "book/07_zh_hans_data_parallel.ipynb"),
-    ("solutions/07_zh_data_parallel_exercises.ipynb",
-     "solutions/07_zh_hans_data_parallel_exercises.ipynb"),
+    ("book/07_dp_zh.ipynb", "book/07_dp_zh_hans.ipynb"),
+    ("solutions/07_dp_zh_exercises.ipynb",
+     "solutions/07_dp_zh_hans_exercises.ipynb"),
     ("book/glossary_zh.md", "book/glossary_zh_hans.md"),
 )
 #: Exact substitutions in code (never in Chinese text): the edition's
@@ -85,7 +84,7 @@ PAIRS: tuple[tuple[str, str], ...] = (
 CODE_REWRITES: tuple[tuple[str, str], ...] = (
     ('"dp_zh.', '"dp_zh_hans.'),
     ("``dp_zh.", "``dp_zh_hans."),
-    ('CHAPTER = "07_zh_data_parallel"', 'CHAPTER = "07_zh_hans_data_parallel"'),
+    ('CHAPTER = "07_dp_zh"', 'CHAPTER = "07_dp_zh_hans"'),
     ('language="zh-Hant"', 'language="zh-Hans"'),
     ("(Traditional Chinese)", "(Simplified Chinese)"),
     ("Traditional Chinese (``language", "Simplified Chinese (``language"),
@@ -102,7 +101,9 @@ TEXT_REWRITES: tuple[tuple[str, str], ...] = (
      "OpenCC 加上课程的术语表 `glossary_zh_terms.tsv`）；"
      "繁体中文的原文使用台湾惯用的术语，这里换成了大陆的用语。"),
     ("glossary_zh.md", "glossary_zh_hans.md"),
-    ("07_zh_data_parallel", "07_zh_hans_data_parallel"),
+    # Whole names: "07_dp_zh" alone is the start of "07_dp_zh_hans".
+    ("07_dp_zh.ipynb", "07_dp_zh_hans.ipynb"),
+    ("07_dp_zh_exercises.ipynb", "07_dp_zh_hans_exercises.ipynb"),
 )
 #: Appended to the first Markdown cell of each generated notebook.
 EDITION_NOTE = (

@@ -28,7 +28,7 @@ import yaml
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT = ["book/03_vmap_bayesian.ipynb", "solutions/03_vmap_bayesian_exercises.ipynb"]
+DEFAULT = ["book/03_bayes.ipynb", "solutions/03_bayes_exercises.ipynb"]
 # Asked in the kernel after the run: where the course came from.
 WHERE = ("import jaxcourse, solutions\n"
          "print(jaxcourse.__file__)\nprint(solutions.__file__)")

@@ -60,5 +60,5 @@ cd "$here"
   tests/test_exercises_dp_zh.py tests/test_exercises_multiprocess.py \
   tests/test_mesh_axis_types.py
 # On its own: with the tests above, tests/conftest.py would mark it slow.
-"$VENV/bin/python" -m pytest -p no:cacheprovider -q book/03_vmap_bayesian.ipynb
+"$VENV/bin/python" -m pytest -p no:cacheprovider -q book/03_bayes.ipynb
 echo "light job: took $((SECONDS - started)) s"

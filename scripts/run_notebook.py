@@ -1,6 +1,6 @@
 """Execute notebooks in place and store their outputs, the way nbval re-runs them.
 
-Usage: ``python scripts/run_notebook.py book/03_vmap_bayesian.ipynb [...]``
+Usage: ``python scripts/run_notebook.py book/03_bayes.ipynb [...]``
 
 Each notebook runs in a fresh kernel from its own folder, with the widget
 state stored (so the book can show live widgets), and a fixed hash seed.

@@ -20,7 +20,7 @@ import numpy as np
 from jaxcourse.bayes import VI_PRIOR_SCALE, chapter_data, log_joint
 from jaxcourse.exercises import Case, Exercise, Mistake, register
 
-CHAPTER = "03_vmap_bayesian"
+CHAPTER = "03_bayes"
 
 
 # --------------------------------------------------------------------------
@@ -75,12 +75,19 @@ def ascent_step(beta_loc, beta_log_scale, epsilon, all_x, y, step_size):
 # --------------------------------------------------------------------------
 
 
+def _as_jax(*args: object) -> tuple:
+    # The chapter hands these functions JAX arrays; so do the checks. Being
+    # immutable, they also let a Check compile the whole function at once
+    # (Exercise.compiled_calls), which keeps the first Check quick.
+    return tuple(jnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args)
+
+
 def _chapter_betas(rng: np.random.Generator) -> tuple:
     _, all_x, y, stream = chapter_data()
     stream.randn(10)  # the chapter's test_beta comes first,
     stream.randn(10, 10)  # then the two batches of the failing call,
     stream.randn(10, 10)  # as in the seed's run
-    return stream.randn(10, 10).astype(np.float32), all_x, y
+    return _as_jax(stream.randn(10, 10).astype(np.float32), all_x, y)
 
 
 def _problem(batch: int, features: int, points: int):
@@ -88,7 +95,7 @@ def _problem(batch: int, features: int, points: int):
         betas = rng.normal(size=(batch if n is None else n, features))
         all_x = rng.normal(size=(points, features))
         y = rng.integers(0, 2, size=points).astype(np.int32)
-        return betas.astype(np.float32), all_x.astype(np.float32), y
+        return _as_jax(betas.astype(np.float32), all_x.astype(np.float32), y)
 
     return make
 
@@ -97,7 +104,7 @@ def _posterior(features: int, samples: int, *, key_seed: int = 0):
     def make(rng: np.random.Generator) -> tuple:
         loc = rng.normal(size=features).astype(np.float32)
         log_scale = rng.normal(scale=0.5, size=features).astype(np.float32)
-        return jax.random.key(key_seed), loc, log_scale, samples
+        return _as_jax(jax.random.key(key_seed), loc, log_scale, samples)
 
     return make
 
@@ -109,7 +116,7 @@ def _elbo_inputs(features: int, samples: int, points: int):
         epsilon = rng.normal(size=(samples, features)).astype(np.float32)
         all_x = rng.normal(size=(points, features)).astype(np.float32)
         y = rng.integers(0, 2, size=points).astype(np.int32)
-        return loc, log_scale, epsilon, all_x, y
+        return _as_jax(loc, log_scale, epsilon, all_x, y)
 
     return make
 
@@ -117,7 +124,8 @@ def _elbo_inputs(features: int, samples: int, points: int):
 def _chapter_elbo_inputs(rng: np.random.Generator) -> tuple:
     _, all_x, y, _ = chapter_data()
     epsilon = rng.normal(size=(128, 10)).astype(np.float32)
-    return np.zeros(10, np.float32), np.zeros(10, np.float32), epsilon, all_x, y
+    return _as_jax(np.zeros(10, np.float32), np.zeros(10, np.float32), epsilon, all_x,
+                   y)
 
 
 # Known wrong answers, named when a learner's output matches theirs.
@@ -176,9 +184,9 @@ def _step_inputs(features: int, samples: int, points: int, step_size: float,
     def make(rng: np.random.Generator) -> tuple:
         loc, log_scale, *rest = (_chapter_elbo_inputs(rng) if chapter else
                                  _elbo_inputs(features, samples, points)(rng))
-        # Parameters as JAX arrays, as in the chapter's loop: immutable, so the
+        # JAX arrays (see _as_jax), as in the chapter's loop: immutable, so the
         # seed's `beta_loc += step_size * grad` rebinds instead of writing in place.
-        return (jnp.asarray(loc), jnp.asarray(log_scale), *rest, step_size)
+        return (loc, log_scale, *rest, step_size)
 
     return make
 
@@ -207,6 +215,7 @@ register(
         title="The log joint, batched by hand",
         chapter=CHAPTER,
         reference=batched_log_joint,
+        compiled_calls=True,
         cases=[
             Case("the chapter's data and its 10 test betas (10, 10) -> (10,)",
                  _chapter_betas, dtype="kind", **_LOG_JOINT_TOL),
@@ -245,6 +254,7 @@ register(
         title="The log joint, batched with jax.vmap and in_axes",
         chapter=CHAPTER,
         reference=vmapped_log_joint,
+        compiled_calls=True,
         cases=[
             Case("the chapter's data and its 10 test betas -> (10,)",
                  _chapter_betas, dtype="kind", **_LOG_JOINT_TOL),
@@ -283,6 +293,7 @@ register(
         title="Reparameterized samples",
         chapter=CHAPTER,
         reference=sample_betas,
+        compiled_calls=True,
         cases=[
             # Keys cannot be compared as NumPy arrays, so every case goes
             # through a transform (no in-place check needed for a pure function).
@@ -324,6 +335,7 @@ register(
         title="The ELBO and its gradient with jax.value_and_grad",
         chapter=CHAPTER,
         reference=elbo_value_and_grad,
+        compiled_calls=True,
         time_limit=10.0,
         cases=[
             Case("the chapter's data, loc = log_scale = 0, 128 samples",
@@ -367,6 +379,7 @@ register(
         title="One step of gradient ascent on the ELBO",
         chapter=CHAPTER,
         reference=ascent_step,
+        compiled_calls=True,
         time_limit=20.0,  # the first call compiles the ELBO's gradient
         cases=[
             Case("chapter 3's data, beta_loc = beta_log_scale = 0, 128 samples, "

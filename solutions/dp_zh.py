@@ -35,7 +35,7 @@ from jax.sharding import PartitionSpec as P
 from jaxcourse.exercises import Case, Exercise, Mistake, register
 from jaxcourse.exercises.editions import edition, read_texts
 
-CHAPTER = "07_zh_data_parallel"
+CHAPTER = "07_dp_zh"
 NUM_DEVICES = 8
 NUM_CLASSES = 10
 
@@ -542,7 +542,7 @@ EXERCISES = register(
 # the table that `python -m jaxcourse.zh_hans` generates from the texts above.
 register(*edition(
     EXERCISES, read_texts(Path(__file__).with_name("dp_zh_hans_texts.json")),
-    key="dp_zh_hans", chapter="07_zh_hans_data_parallel", language="zh-Hans",
+    key="dp_zh_hans", chapter="07_dp_zh_hans", language="zh-Hans",
 ))
 
 __all__ = [

@@ -20,7 +20,7 @@ from jaxcourse.exercises import Case, Exercise, Mistake, register
 # the chapter taught.
 from jaxcourse.mlp import init_params, loss, predict  # noqa: F401
 
-CHAPTER = "01_mlp_tfds"
+CHAPTER = "01_mlp"
 Params = list[tuple[jax.Array, jax.Array]]
 
 

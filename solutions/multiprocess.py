@@ -33,7 +33,7 @@ from solutions.multiprocess_harness import (
     simulate_processes,
 )
 
-CHAPTER = "06_multi_process"
+CHAPTER = "06_multiprocess"
 
 # --------------------------------------------------------------------------
 # Reference solutions

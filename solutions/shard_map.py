@@ -308,6 +308,7 @@ register(
         devices=DEVICES,
         time_limit=TIME_LIMIT,
         reference=data_parallel_grads,
+        compiled_calls=True,
         cases=[
             Case("gradients on a mesh of 8 devices (w (5, 3), b (3,), 32 "
                  "examples split over 'batch')", regression_inputs(8, 32, 5, 3),

@@ -24,7 +24,7 @@ from jaxcourse.devices import mesh_devices
 from jaxcourse.exercises import Case, Exercise, Mistake, register
 from jaxcourse.exercises.explorers_sharding import COLLECTIVES, collective_counts
 
-CHAPTER = "04_distributed_arrays"
+CHAPTER = "04_sharding"
 DEVICES = 8
 
 

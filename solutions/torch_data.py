@@ -24,7 +24,7 @@ from PIL import Image
 
 from jaxcourse.exercises import Case, Exercise, Mistake, register
 
-CHAPTER = "02_mlp_torch_data"
+CHAPTER = "02_torch_data"
 
 
 # --------------------------------------------------------------------------

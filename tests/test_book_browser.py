@@ -232,3 +232,33 @@ def test_toc_documents_exist() -> None:
         if not any((REPO / f"{d}{suffix}").exists() for suffix in (".md", ".ipynb"))
     ]
     assert not missing, f"_toc.yml names documents that do not exist: {missing}"
+
+
+def _redirects() -> dict[str, str]:
+    import yaml
+
+    config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
+    return config["sphinx"]["config"]["jaxcourse_redirects"]
+
+
+def test_old_addresses_are_new_documents_or_none() -> None:
+    redirects = _redirects()
+    assert redirects, "no redirects configured"
+    for old, new in redirects.items():
+        assert new in DOCS, f"{old} -> {new}: not a page of the toc"
+        assert old not in DOCS and not (REPO / f"{old}.ipynb").exists(), old
+
+
+@pytest.mark.parametrize("old", ["book/03_vmap_bayesian",
+                                 "exercises/07_zh_data_parallel_exercises",
+                                 "solutions/01_mlp_tfds_exercises"])
+def test_an_old_address_leads_to_its_new_page(browser: object, site: str,
+                                              old: str) -> None:
+    driver = browser
+    new = urllib.parse.urljoin(site, f"{_redirects()[old]}.html")
+    driver.get(urllib.parse.urljoin(site, f"{old}.html") + "#top")
+    wait_until(lambda: driver.current_url.split("#")[0] == new,
+               f"{old}: did not lead to {new} (at {driver.current_url})", WAIT_S)
+    assert driver.current_url.endswith("#top")  # the fragment goes along
+    _wait(driver, "return !!document.querySelector('main h1, article h1');",
+          "the new page has no <h1>", new)

@@ -67,9 +67,17 @@ def test_topics_are_the_chapters_in_order() -> None:
         assert (ROOT / item.chapter).is_file(), item.chapter
         assert (ROOT / item.exercises).is_file(), item.exercises
         assert (ROOT / item.student).is_file(), item.student
-        # One key names the chapter's test file and explorer module; the
+        # One key names the chapter everywhere: its notebooks are
+        # NN_<key>.ipynb (NN: its place in the course) and NN_<key>_exercises,
+        # and its test file and explorer module carry the key too; the
         # Simplified-Chinese edition shares its original's.
+        number = Path(item.chapter).stem.split("_", 1)[0]
+        assert number.isdigit() and len(number) == 2, item.chapter
+        assert item.chapter == f"book/{number}_{item.key}.ipynb"
+        assert item.exercises == f"solutions/{number}_{item.key}_exercises.ipynb"
+        assert item.student == f"exercises/{number}_{item.key}_exercises.ipynb"
         original = item.key.removesuffix("_hans")
+        assert item.module == f"solutions.{original}", item.key
         assert (ROOT / "tests" / f"test_exercises_{original}.py").is_file(), item.key
         assert (ENGINE / "exercises" / f"explorers_{original}.py").is_file(), item.key
 

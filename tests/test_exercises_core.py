@@ -59,11 +59,11 @@ def demo():
 
 def test_registry_lists_chapter_one_by_id() -> None:
     chapters = by_chapter()
-    assert chapters["01_mlp_tfds"] == [
+    assert chapters["01_mlp"] == [
         "mlp.relu", "mlp.one_hot", "mlp.accuracy", "mlp.update",
         "mlp.batched_predict", "mlp.tf_batches",
     ]
-    assert exercise_ids("01_mlp_tfds") == chapters["01_mlp_tfds"]
+    assert exercise_ids("01_mlp") == chapters["01_mlp"]
     assert len(set(exercise_ids())) == len(exercise_ids())
 
 
@@ -175,6 +175,79 @@ def test_mutating_an_input_is_named(demo) -> None:
 def test_feedback_is_reproducible(demo) -> None:
     first = check("demo.double", lambda x: 3 * x).messages
     assert check("demo.double", lambda x: 3 * x).messages == first
+
+
+# --- compiled calls -----------------------------------------------------------
+
+
+def _scaled(params, x):
+    return {"w": params["w"] * x, "n": params["n"]}
+
+
+@pytest.fixture()
+def compiled_demo():
+    """An exercise whose plain calls may run under jax.jit (compiled_calls)."""
+    def make(rng):
+        return ({"w": jnp.asarray(rng.normal(size=3), jnp.float32),
+                 "n": jnp.arange(2)}, jnp.float32(3.0))
+
+    exercise = Exercise(
+        id="demo.scaled", title="scaled", reference=_scaled, compiled_calls=True,
+        time_limit=0.5, cases=[Case("scaled(params, 3)", make)],
+    )
+    register(exercise)
+    yield exercise
+    unregister("demo.scaled")
+
+
+def test_a_compiled_call_runs_the_function_once_traced(compiled_demo) -> None:
+    seen = []
+
+    def traced_once(params, x):
+        seen.append(type(x).__name__)
+        return _scaled(params, x)
+
+    assert check("demo.scaled", traced_once).passed
+    assert len(seen) == 1 and "Tracer" in seen[0]  # traced, not called as is
+
+
+def test_a_function_that_does_not_trace_is_called_as_is(compiled_demo) -> None:
+    def python_branch(params, x):
+        if float(x) > 0:  # a concrete value: fails under jax.jit
+            return _scaled(params, x)
+        return params
+
+    assert check("demo.scaled", python_branch).passed
+
+
+def test_a_changed_container_is_named_even_when_compiled(compiled_demo) -> None:
+    def sets_an_entry(params, x):
+        params["w"] = params["w"] * x
+        return params
+
+    result = check("demo.scaled", sets_an_entry)
+    assert not result.passed
+    assert "changed its input" in result.messages[0], result.messages
+
+
+def test_a_compiled_call_keeps_its_time_limit(compiled_demo) -> None:
+    def forever(params, x):
+        while True:
+            pass
+
+    started = time.perf_counter()
+    result = check("demo.scaled", forever)
+    assert time.perf_counter() - started < 2.0
+    assert "0.5 s" in result.messages[0]
+    assert _alarm_is_off()
+
+
+def test_numpy_inputs_are_never_compiled(demo) -> None:
+    from jaxcourse.exercises.observe import _compilable
+
+    assert not _compilable((np.ones(2),))
+    assert not _compilable(({"w": np.ones(2)}, 1.0))
+    assert _compilable(({"w": jnp.ones(2)}, 1.0, "static", np.ones(2).tolist()))
 
 
 # --- time limits --------------------------------------------------------------

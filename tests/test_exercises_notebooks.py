@@ -16,7 +16,7 @@ import pytest
 from jaxcourse.exercises import authoring, grading
 
 ROOT = Path(__file__).resolve().parents[1]
-STUDENT = ROOT / "exercises" / "01_mlp_tfds_exercises.ipynb"
+STUDENT = ROOT / "exercises" / "01_mlp_exercises.ipynb"
 STUB = "    # YOUR CODE HERE\n    raise NotImplementedError()"
 IDS = ["mlp.relu", "mlp.one_hot", "mlp.accuracy", "mlp.update"]
 
@@ -80,7 +80,7 @@ def test_check_reports_stale_notebooks(tmp_path: Path) -> None:
 
 # ---- nbgrader: metadata, hidden tests, the course folder ---------------------------
 
-MASTER_3 = ROOT / "solutions" / "03_vmap_bayesian_exercises.ipynb"
+MASTER_3 = ROOT / "solutions" / "03_bayes_exercises.ipynb"
 NAMES_3 = ["batched_log_joint", "vmapped_log_joint", "sample_betas",
            "elbo_value_and_grad", "ascent_step"]
 HIDDEN = (
@@ -171,10 +171,10 @@ def test_nbgrader_course_folder(tmp_path: Path, capsys) -> None:
     from traitlets.config import Config
 
     course = tmp_path / "course"
-    args = ["--nbgrader", str(course), "--chapter", "03_vmap_bayesian"]
+    args = ["--nbgrader", str(course), "--chapter", "03_bayes"]
     assert authoring.main(args) == 0
-    assert [p.name for p in (course / "source").iterdir()] == ["03_vmap_bayesian"]
-    source = nbformat.read(course / "source" / "03_vmap_bayesian" / MASTER_3.name,
+    assert [p.name for p in (course / "source").iterdir()] == ["03_bayes"]
+    source = nbformat.read(course / "source" / "03_bayes" / MASTER_3.name,
                            as_version=4)
     master = nbformat.read(MASTER_3, as_version=4)
     assert [(c.cell_type, c.source, c.metadata["nbgrader"]) for c in source.cells] \

@@ -28,7 +28,7 @@ def test_every_exercise_has_three_named_mistakes() -> None:
     for exercise_id in IDS:
         exercise = get(exercise_id)  # importing needs no devices
         assert len(exercise.mistakes) >= 3 and len(exercise.hints) >= 3
-        assert exercise.devices == 8 and exercise.chapter == "04_distributed_arrays"
+        assert exercise.devices == 8 and exercise.chapter == "04_sharding"
     # More than the contract asks: three alternatives too.
     wrong_ones = Counter(r.exercise_id for r in wrong("sharding"))
     right_ones = Counter(r.exercise_id for r in right("sharding"))

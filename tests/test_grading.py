@@ -17,7 +17,7 @@ from jaxcourse.exercises import grading
 from jaxcourse.exercises.sandbox import plan_cells, skippable
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAPTER = "03_vmap_bayesian"
+CHAPTER = "03_bayes"
 MASTER = ROOT / "solutions" / f"{CHAPTER}_exercises.ipynb"
 STUDENT = ROOT / "exercises" / f"{CHAPTER}_exercises.ipynb"
 # Two of the chapter's four exercises: the machinery is the same, the checks

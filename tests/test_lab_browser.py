@@ -62,7 +62,7 @@ class Learner:
 
 LEARNERS = [
     Learner(
-        notebook="03_vmap_bayesian_exercises.ipynb",
+        notebook="03_bayes_exercises.ipynb",
         function="batched_log_joint",
         right="def batched_log_joint(beta, all_x, y): "
               "return jax.vmap(log_joint, in_axes=(0, None, None))(beta, all_x, y)",
@@ -78,7 +78,7 @@ LEARNERS = [
         kernel_gone="The kernel restarted: run the cells above again.",
     ),
     Learner(
-        notebook="07_zh_data_parallel_exercises.ipynb",
+        notebook="07_dp_zh_exercises.ipynb",
         function="global_normalize",
         right="def global_normalize(grid): return jax.pmap(jax.vmap("
               "lambda x: x / lax.psum(x, ('i', 'j')), axis_name='j'), "

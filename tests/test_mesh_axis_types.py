@@ -74,7 +74,7 @@ SOURCES = _sources()
 def test_the_scan_sees_the_course() -> None:
     # A scan that reads nothing passes anything: make sure it reads the chapters.
     places = {place.split(" cell ")[0] for place, _ in SOURCES}
-    assert "book/04_distributed_arrays.ipynb" in places
+    assert "book/04_sharding.ipynb" in places
     assert sum("make_mesh(" in code for _, code in SOURCES) >= 5
 
 

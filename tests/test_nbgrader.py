@@ -23,7 +23,7 @@ from jaxcourse.exercises import authoring, check, get
 from jaxcourse.exercises.nbgrader import autograde
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAPTER = "03_vmap_bayesian"
+CHAPTER = "03_bayes"
 NAME = f"{CHAPTER}_exercises.ipynb"
 NBGRADER_VENV = Path(os.environ.get(
     "JAX_COURSE_NBGRADER_VENV", Path.home() / ".jax-course" / "venv-nbgrader"))

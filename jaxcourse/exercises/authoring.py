@@ -425,7 +425,7 @@ def out_of_date(
 
 
 def assignment_name(master: Path) -> str:
-    """Return a master's nbgrader assignment: its chapter (``03_vmap_bayesian``)."""
+    """Return a master's nbgrader assignment: its chapter (``03_bayes``)."""
     return master.stem.removesuffix("_exercises")
 
 
@@ -473,7 +473,7 @@ def export_nbgrader(
     source_dir : Path
         The masters.
     chapters : list of str, optional
-        Only these chapters (e.g. ``["03_vmap_bayesian"]``); default: all.
+        Only these chapters (e.g. ``["03_bayes"]``); default: all.
     course_id : str
         nbgrader's course id (the exchange's name for the course).
     timeout : int
@@ -527,7 +527,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="write an nbgrader course folder to DIR instead")
     parser.add_argument("--chapter", action="append", metavar="NAME",
                         help="with --nbgrader: only this chapter (repeatable), "
-                        "e.g. 03_vmap_bayesian")
+                        "e.g. 03_bayes")
     args = parser.parse_args(argv)
     try:
         return _run(args)

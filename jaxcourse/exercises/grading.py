@@ -3,7 +3,7 @@
 Usage::
 
     python -m jaxcourse.exercises.grading submissions/ --out grades/ --jobs 2
-    python -m jaxcourse.exercises.grading alice.ipynb bob.ipynb --chapter 01_mlp_tfds
+    python -m jaxcourse.exercises.grading alice.ipynb bob.ipynb --chapter 01_mlp
 
 The reference outputs are computed once, before any submission runs. Then
 ``--jobs`` submissions at a time (default: the number of cores) each run in
@@ -522,7 +522,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("submissions", nargs="+", type=Path,
                         help="notebooks, or folders of notebooks")
-    parser.add_argument("--chapter", help="e.g. 01_mlp_tfds (default: inferred)")
+    parser.add_argument("--chapter", help="e.g. 01_mlp (default: inferred)")
     parser.add_argument("--exercises", nargs="+", help="only these exercise ids")
     parser.add_argument("--out", type=Path, default=Path("."),
                         help="folder for rows.jsonl, grades.csv, grades.json "

@@ -396,8 +396,12 @@ def judge(
 
     ``expected`` defaults to the reference's observations, computed here.
     """
-    if expected is None:
+    if expected is None and any(o.kind == "value" for o in observations):
         expected = reference_observations(exercise)
+    elif expected is None:
+        # Nothing to compare (not attempted, missing, errors): the reference
+        # is not needed, so a panel shown with the starter code costs nothing.
+        expected = [None] * len(exercise.cases)
     if len(observations) != len(exercise.cases):
         raise ValueError(
             f"{exercise.id} has {len(exercise.cases)} cases, "

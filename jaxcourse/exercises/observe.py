@@ -286,45 +286,101 @@ def _count_eqns(jaxpr: Any) -> int:
     return total
 
 
-def _prepared_call(function: Callable, case: Case, args: tuple) -> Callable[[], Any]:
-    """Return a thunk that applies ``case.transform`` to ``function`` on ``args``."""
+def _compilable(args: tuple) -> bool:
+    """Whether every traced argument holds JAX arrays only (no NumPy array).
+
+    Under ``jax.jit`` a NumPy input becomes a tracer, so writing into it in
+    place would go unnoticed; a JAX array cannot be written into at all.
+    """
+    _, traced = _split(args)
+    return all(isinstance(leaf, jax.Array) for leaf in jax.tree.leaves(traced))
+
+
+class _ChangedInputError(Exception):
+    """The function changed a container it was given (seen while tracing)."""
+
+
+def _prepared_call(
+    function: Callable, case: Case, args: tuple, compiled: bool = False
+) -> Callable[[], Any]:
+    """Return a thunk that applies ``case.transform`` to ``function`` on ``args``.
+
+    With ``compiled``, a ``"call"`` case whose traced arguments are JAX arrays
+    runs the function under ``jax.jit`` first (see ``Exercise.compiled_calls``).
+    """
     kwargs = dict(case.kwargs)
     if case.transform == "call":
         if case.runner is not None:
             return lambda: case.runner(function, *args, **kwargs)
+        if compiled and _compilable(args):
+            return _compiled_first(_closed(function, args, kwargs, guard=True),
+                                   _split(args)[1], lambda: function(*args, **kwargs))
         return lambda: function(*args, **kwargs)
-
-    def closed(full_args: tuple) -> Callable:
-        positions, _ = _split(full_args)
-
-        def on_traced(*traced: Any) -> Any:
-            merged = list(full_args)
-            for i, value in zip(positions, traced, strict=True):
-                merged[i] = value
-            return function(*merged, **kwargs)
-
-        return on_traced
 
     positions, traced = _split(args)
     if case.transform == "jit":
-        return lambda: jax.jit(closed(args))(*traced)
+        return lambda: jax.jit(_closed(function, args, kwargs))(*traced)
     if case.transform == "grad":
         def summed(*t: Any) -> Any:
-            return jnp.sum(closed(args)(*t))
+            return jnp.sum(_closed(function, args, kwargs)(*t))
 
         return lambda: jax.grad(summed, argnums=case.argnums)(*traced)
     if case.transform == "vmap":
-        return lambda: jax.vmap(closed(args), in_axes=case.in_axes)(*traced)
+        return lambda: jax.vmap(_closed(function, args, kwargs),
+                                in_axes=case.in_axes)(*traced)
 
     def vectorized() -> np.ndarray:
         counts = []
         for n in case.sizes:
             sized = case.make_inputs(n)
-            jaxpr = jax.make_jaxpr(closed(sized))(*_split(sized)[1])
+            jaxpr = jax.make_jaxpr(_closed(function, sized, kwargs))(*_split(sized)[1])
             counts.append(_count_eqns(jaxpr.jaxpr))
         return np.array(counts)
 
     return vectorized
+
+
+def _compiled_first(
+    compiled: Callable, traced: list[Any], plain: Callable[[], Any]
+) -> Callable[[], Any]:
+    def call() -> Any:
+        try:
+            return jax.block_until_ready(jax.jit(compiled)(*traced))
+        except Exception:
+            # It does not trace, or it fails: a plain call is what the learner
+            # would see, so that is what is judged. A time limit or the
+            # learner's interrupt (BaseException) goes straight through.
+            return plain()
+
+    return call
+
+
+def _closed(
+    function: Callable, full_args: tuple, kwargs: dict, guard: bool = False
+) -> Callable:
+    """Return ``function`` of the traced arguments only, the others fixed.
+
+    ``guard``: raise :class:`_ChangedInputError` if the function changed a
+    container of traced arguments (a dict entry set, a list appended to):
+    traced, it gets a copy, so the change would not be seen otherwise.
+    """
+    positions, _ = _split(full_args)
+
+    def on_traced(*traced: Any) -> Any:
+        merged = list(full_args)
+        for i, value in zip(positions, traced, strict=True):
+            merged[i] = value
+        if not guard:
+            return function(*merged, **kwargs)
+        leaves, tree = jax.tree.flatten(traced)
+        out = function(*merged, **kwargs)
+        now, now_tree = jax.tree.flatten(traced)
+        if now_tree != tree or any(
+                a is not b for a, b in zip(now, leaves, strict=True)):
+            raise _ChangedInputError
+        return out
+
+    return on_traced
 
 
 _JIT_ERRORS = (
@@ -364,15 +420,19 @@ def _extract(case: Case, out: Any) -> Any:
         else case.extract(out)
 
 
-def observe(function: Callable, case: Case, time_limit: float | None) -> Observation:
+def observe(
+    function: Callable, case: Case, time_limit: float | None, compiled: bool = False
+) -> Observation:
     """Call ``function`` on ``case`` and record the outcome; never raises.
 
     Only ``KeyboardInterrupt`` (the learner pressing stop) goes through.
+    ``compiled``: try a ``"call"`` case under ``jax.jit`` first (see
+    ``Exercise.compiled_calls``).
     """
     args = case.make_inputs() if case.transform != "vectorized" else ()
     sink = _Sink()
     try:
-        thunk = _prepared_call(function, case, args)
+        thunk = _prepared_call(function, case, args, compiled)
         with (
             contextlib.redirect_stdout(sink),
             contextlib.redirect_stderr(sink),
@@ -433,7 +493,7 @@ def observe_all(
         if observations and observations[-1].kind in ("timeout", "skipped"):
             observations.append(Observation("skipped"))
             continue
-        outcome = observe(function, case, limit)
+        outcome = observe(function, case, limit, exercise.compiled_calls)
         if outcome.kind == "not_attempted":
             return [Observation("not_attempted")] * len(exercise.cases)
         observations.append(outcome)

@@ -144,7 +144,7 @@ class Exercise:
     cases : sequence of Case
         The tests, in order.
     chapter : str
-        The chapter it belongs to (the notebook stem, e.g. ``"01_mlp_tfds"``).
+        The chapter it belongs to (the notebook stem, e.g. ``"01_mlp"``).
     hints : sequence of str
         Revealed one at a time, in order.
     mistakes : sequence of Mistake
@@ -163,6 +163,17 @@ class Exercise:
         The shown solution; by default the reference's source. An edition in
         another language (:mod:`jaxcourse.exercises.editions`) shows the
         same code with its comments translated.
+    compiled_calls : bool
+        Run the learner's function under ``jax.jit`` in the ``"call"`` cases
+        whose array arguments are all JAX arrays, and call it as is only if
+        that fails. Called as is, JAX compiles every operation separately,
+        for every new shape: seconds for the gradient of a batched model,
+        against a fraction of a second for the whole function at once. The
+        values agree within the cases' tolerances, and nothing a plain call
+        would reveal is lost: a JAX array cannot be written into in place, a
+        dict or list of them that the function changes sends it to a plain
+        call, and so does a function that does not trace (Python control
+        flow on values, NumPy on arrays, an error); that call is judged.
     """
 
     id: str
@@ -177,6 +188,7 @@ class Exercise:
     function_name: str | None = None
     devices: int = 1
     solution: str = ""
+    compiled_calls: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "cases", tuple(self.cases))

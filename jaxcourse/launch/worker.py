@@ -82,6 +82,8 @@ def initialize_from_env(*, fail_fast: bool = True) -> None:
         return
     _pin_gloo_to_loopback()
     address = os.environ[COORDINATOR_ENV]
+    if int(os.environ[PROCESS_ID_ENV]) != 0:
+        _wait_for_coordinator(address)
     jax.distributed.initialize(
         coordinator_address=address,
         num_processes=int(os.environ[NUM_PROCESSES_ENV]),
@@ -89,6 +91,28 @@ def initialize_from_env(*, fail_fast: bool = True) -> None:
         # By default the coordinator listens on every interface.
         coordinator_bind_address=address,
     )
+
+
+def _wait_for_coordinator(address: str, seconds: float = 30.0) -> None:
+    """Return once rank 0's coordinator accepts connections (or after ``seconds``).
+
+    A rank that connects before the coordinator listens is refused, and the
+    connection library then waits about a second before it tries again: on
+    a busy laptop that second was half of a launch. Probing every 10 ms
+    first makes the first attempt succeed. If the coordinator never comes
+    up, ``jax.distributed.initialize`` reports it as it would have.
+    """
+    import socket
+    import time
+
+    host, _, port = address.rpartition(":")
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host, int(port)), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.01)
 
 
 def _exit_after_traceback(
