@@ -134,7 +134,9 @@ def _model_and_images(sizes: list[int], batch: int):
              jnp.asarray(0.1 * rng.normal(size=(out,)), jnp.float32))
             for inp, out in zip(sizes[:-1], sizes[1:], strict=True)
         ]
-        return params, rng.normal(size=(n, sizes[0])).astype(np.float32)
+        # JAX arrays, as the chapter's batches are once on the device; they
+        # also let a Check compile the whole function (compiled_calls).
+        return params, jnp.asarray(rng.normal(size=(n, sizes[0])), jnp.float32)
 
     return make
 
@@ -347,6 +349,7 @@ register(
         title="Batch predict with jax.vmap",
         chapter=CHAPTER,
         reference=batched_predict,
+        compiled_calls=True,
         time_limit=15.0,  # compiling the 784-input network on a busy CPU
         cases=[
             Case("chapter 1's shape of network, [784, 32, 10], on 5 images -> (5, 10)",
