@@ -82,6 +82,7 @@ CHILD = textwrap.dedent("""
                       "passed": result.passed}))
 """)
 
+
 def first_check(exercise_id: str, devices: int, mode: str = "shown") -> dict:
     """Time the first Check of ``exercise_id`` in a new interpreter.
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from browser import SHOTS, chromium, severe_log_entries, wait_until
-from toc import toc_files
+from toc import book_config, toc_files
 
 pytestmark = pytest.mark.slow
 
@@ -235,10 +235,7 @@ def test_toc_documents_exist() -> None:
 
 
 def _redirects() -> dict[str, str]:
-    import yaml
-
-    config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
-    return config["sphinx"]["config"]["jaxcourse_redirects"]
+    return book_config()["sphinx"]["config"]["jaxcourse_redirects"]
 
 
 def test_old_addresses_are_new_documents_or_none() -> None:

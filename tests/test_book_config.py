@@ -14,9 +14,8 @@ import os
 from pathlib import Path
 
 import pytest
-import yaml
 from sphinx.util.matching import Matcher
-from toc import toc_files
+from toc import book_config, toc_files
 
 REPO = Path(__file__).resolve().parents[1]
 # The suffixes Jupyter Book 1 reads as pages.
@@ -42,12 +41,8 @@ LEFT_BY_COMMANDS = [
 ]
 
 
-def _config() -> dict:
-    return yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
-
-
 def _excluded() -> Matcher:
-    return Matcher(_config()["exclude_patterns"])
+    return Matcher(book_config()["exclude_patterns"])
 
 
 def _is_page(relative: str, toc: set[str]) -> bool:

@@ -1,4 +1,4 @@
-"""The book's table of contents, as the tests read it."""
+"""The book's table of contents and configuration, as the tests read them."""
 
 from __future__ import annotations
 
@@ -24,3 +24,8 @@ def toc_files() -> list[str]:
         walk(part.get("chapters", []))
     walk(toc.get("chapters", []))
     return files
+
+
+def book_config() -> dict:
+    """The book's _config.yml."""
+    return yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
