@@ -1,4 +1,4 @@
-"""Generate the Simplified-Chinese (zh-Hans) edition of chapter 7.
+"""Generate the Simplified-Chinese (zh-Hans) edition of chapter 8.
 
 Usage::
 
@@ -11,8 +11,8 @@ derives from them, the way student notebooks derive from solution notebooks:
 ==========================================  ============================================
 master (zh-Hant)                            generated (zh-Hans)
 ==========================================  ============================================
-``book/07_dp_zh.ipynb``                     ``book/07_dp_zh_hans.ipynb``
-``solutions/07_dp_zh_exercises.ipynb``      ``solutions/07_dp_zh_hans_exercises.ipynb``
+``book/08_dp_zh.ipynb``                     ``book/08_dp_zh_hans.ipynb``
+``solutions/08_dp_zh_exercises.ipynb``      ``solutions/08_dp_zh_hans_exercises.ipynb``
 ``solutions/dp_zh.py`` (its texts)          ``solutions/dp_zh_hans_texts.json``
 ``book/glossary_zh.md``                     ``book/glossary_zh_hans.md``
 ==========================================  ============================================
@@ -74,9 +74,9 @@ ROOT = Path(__file__).resolve().parents[1]
 TERMS_FILE = ROOT / "book" / "glossary_zh_terms.tsv"
 #: (master, generated) paths, relative to the repository root.
 PAIRS: tuple[tuple[str, str], ...] = (
-    ("book/07_dp_zh.ipynb", "book/07_dp_zh_hans.ipynb"),
-    ("solutions/07_dp_zh_exercises.ipynb",
-     "solutions/07_dp_zh_hans_exercises.ipynb"),
+    ("book/08_dp_zh.ipynb", "book/08_dp_zh_hans.ipynb"),
+    ("solutions/08_dp_zh_exercises.ipynb",
+     "solutions/08_dp_zh_hans_exercises.ipynb"),
     ("book/glossary_zh.md", "book/glossary_zh_hans.md"),
 )
 #: Exact substitutions in code (never in Chinese text): the edition's
@@ -84,7 +84,7 @@ PAIRS: tuple[tuple[str, str], ...] = (
 CODE_REWRITES: tuple[tuple[str, str], ...] = (
     ('"dp_zh.', '"dp_zh_hans.'),
     ("``dp_zh.", "``dp_zh_hans."),
-    ('CHAPTER = "07_dp_zh"', 'CHAPTER = "07_dp_zh_hans"'),
+    ('CHAPTER = "08_dp_zh"', 'CHAPTER = "08_dp_zh_hans"'),
     ('language="zh-Hant"', 'language="zh-Hans"'),
     ("(Traditional Chinese)", "(Simplified Chinese)"),
     ("Traditional Chinese (``language", "Simplified Chinese (``language"),
@@ -101,9 +101,9 @@ TEXT_REWRITES: tuple[tuple[str, str], ...] = (
      "OpenCC 加上课程的术语表 `glossary_zh_terms.tsv`）；"
      "繁体中文的原文使用台湾惯用的术语，这里换成了大陆的用语。"),
     ("glossary_zh.md", "glossary_zh_hans.md"),
-    # Whole names: "07_dp_zh" alone is the start of "07_dp_zh_hans".
-    ("07_dp_zh.ipynb", "07_dp_zh_hans.ipynb"),
-    ("07_dp_zh_exercises.ipynb", "07_dp_zh_hans_exercises.ipynb"),
+    # Whole names: "08_dp_zh" alone is the start of "08_dp_zh_hans".
+    ("08_dp_zh.ipynb", "08_dp_zh_hans.ipynb"),
+    ("08_dp_zh_exercises.ipynb", "08_dp_zh_hans_exercises.ipynb"),
 )
 #: Appended to the first Markdown cell of each generated notebook.
 EDITION_NOTE = (

@@ -5,7 +5,7 @@ long, helper modules ``<topic>_harness``, ``<topic>_checks``,
 ``<topic>_mistakes``) holds the reference functions of the exercises whose ids
 start with ``<topic>.`` (e.g. ``mlp.relu`` lives in
 :mod:`solutions.mlp`) and registers their checker specs with
-:func:`jaxcourse.exercises.register` when imported; chapter 7's
+:func:`jaxcourse.exercises.register` when imported; chapter 8's
 Simplified-Chinese edition (``dp_zh_hans``) is registered by
 :mod:`solutions.dp_zh` from a generated table of texts. :data:`TOPICS` is the
 manifest through which the engine finds them. The solution notebooks
@@ -29,10 +29,10 @@ TOPICS: tuple[Topic, ...] = (
           "solutions/04_sharding_exercises.ipynb", devices=8),
     Topic("shard_map", "solutions.shard_map", "book/05_shard_map.ipynb",
           "solutions/05_shard_map_exercises.ipynb", devices=8),
-    Topic("multiprocess", "solutions.multiprocess", "book/06_multiprocess.ipynb",
-          "solutions/06_multiprocess_exercises.ipynb"),
-    Topic("dp_zh", "solutions.dp_zh", "book/07_dp_zh.ipynb",
-          "solutions/07_dp_zh_exercises.ipynb", "zh-Hant", 8),
-    Topic("dp_zh_hans", "solutions.dp_zh", "book/07_dp_zh_hans.ipynb",
-          "solutions/07_dp_zh_hans_exercises.ipynb", "zh-Hans", 8),
+    Topic("multiprocess", "solutions.multiprocess", "book/07_multiprocess.ipynb",
+          "solutions/07_multiprocess_exercises.ipynb"),
+    Topic("dp_zh", "solutions.dp_zh", "book/08_dp_zh.ipynb",
+          "solutions/08_dp_zh_exercises.ipynb", "zh-Hant", 8),
+    Topic("dp_zh_hans", "solutions.dp_zh", "book/08_dp_zh_hans.ipynb",
+          "solutions/08_dp_zh_hans_exercises.ipynb", "zh-Hans", 8),
 )

@@ -1,4 +1,4 @@
-"""Reference solutions of chapter 7's exercises, in both Chinese editions.
+"""Reference solutions of chapter 8's exercises, in both Chinese editions.
 
 Importing this module registers the exercises ``dp_zh.global_normalize``,
 ``dp_zh.split_for_devices``, ``dp_zh.replicate``, ``dp_zh.pmap_step``,
@@ -35,7 +35,7 @@ from jax.sharding import PartitionSpec as P
 from jaxcourse.exercises import Case, Exercise, Mistake, register
 from jaxcourse.exercises.editions import edition, read_texts
 
-CHAPTER = "07_dp_zh"
+CHAPTER = "08_dp_zh"
 NUM_DEVICES = 8
 NUM_CLASSES = 10
 
@@ -537,12 +537,12 @@ EXERCISES = register(
     ),
 )
 
-# The Simplified-Chinese edition of chapter 7 (topic dp_zh_hans): the same
+# The Simplified-Chinese edition of chapter 8 (topic dp_zh_hans): the same
 # exercises, checked the same way, with every text a learner reads taken from
 # the table that `python -m jaxcourse.zh_hans` generates from the texts above.
 register(*edition(
     EXERCISES, read_texts(Path(__file__).with_name("dp_zh_hans_texts.json")),
-    key="dp_zh_hans", chapter="07_dp_zh_hans", language="zh-Hans",
+    key="dp_zh_hans", chapter="08_dp_zh_hans", language="zh-Hans",
 ))
 
 __all__ = [

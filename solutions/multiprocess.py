@@ -1,4 +1,4 @@
-"""Reference code for chapter 6's exercises: keeping several processes in step.
+"""Reference code for chapter 7's exercises: keeping several processes in step.
 
 Importing this module registers the exercises ``multiprocess.process_rows``,
 ``multiprocess.common_num_steps``, ``multiprocess.sum_metrics``,
@@ -33,7 +33,7 @@ from solutions.multiprocess_harness import (
     simulate_processes,
 )
 
-CHAPTER = "06_multiprocess"
+CHAPTER = "07_multiprocess"
 
 # --------------------------------------------------------------------------
 # Reference solutions

@@ -1,4 +1,4 @@
-"""How chapter 6's answers are run as several processes would run them.
+"""How chapter 7's answers are run as several processes would run them.
 
 The checking harness of :mod:`solutions.multiprocess`, whose exercises name
 these functions as their runners and extracts; it holds no exercise.
@@ -206,7 +206,7 @@ from jax.sharding import PartitionSpec as P
 
 scenarios = json.loads(sys.argv[1])
 rank = jax.process_index()
-# An Auto axis, as in chapter 6's scripts: the compiler places the reduction.
+# An Auto axis, as in chapter 7's scripts: the compiler places the reduction.
 mesh = jax.make_mesh((jax.device_count(),), ("batch",), axis_types=(AxisType.Auto,))
 rows = NamedSharding(mesh, P("batch"))
 namespace = {"jax": jax, "jnp": jnp, "np": np, "multihost_utils": multihost_utils,

@@ -244,9 +244,12 @@ def test_old_addresses_are_new_documents_or_none() -> None:
     for old, new in redirects.items():
         assert new in DOCS, f"{old} -> {new}: not a page of the toc"
         assert old not in DOCS and not (REPO / f"{old}.ipynb").exists(), old
+        # No chains: an address renamed twice leads straight to the last name.
+        assert new not in redirects, f"{old} -> {new} -> {redirects[new]}"
 
 
 @pytest.mark.parametrize("old", ["book/03_vmap_bayesian",
+                                 "book/06_multiprocess",
                                  "exercises/07_zh_data_parallel_exercises",
                                  "solutions/01_mlp_tfds_exercises"])
 def test_an_old_address_leads_to_its_new_page(browser: object, site: str,

@@ -1,4 +1,4 @@
-"""Chapter 6's exercises beyond the contract, and the batch-split explorer.
+"""Chapter 7's exercises beyond the contract, and the batch-split explorer.
 
 Every exercise's contract (the reference passes its check, wrong answers are
 named, alternatives accepted, the student notebook) is checked for every
@@ -125,7 +125,7 @@ def test_global_batch_launch_varies_lengths_and_rows() -> None:
 
 
 def test_layout_matches_the_chapter() -> None:
-    # Chapter 6's load_data.py: 10,000 rows, 4 processes x 2 devices.
+    # Chapter 7's load_data.py: 10,000 rows, 4 processes x 2 devices.
     blocks = row_layout(10_000, 4, 2)
     assert [(b.process, b.local_device, b.start, b.stop) for b in blocks[2:4]] == [
         (1, 0, 2500, 3750), (1, 1, 3750, 5000)]
