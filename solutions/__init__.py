@@ -29,6 +29,8 @@ TOPICS: tuple[Topic, ...] = (
           "solutions/04_sharding_exercises.ipynb", devices=8),
     Topic("shard_map", "solutions.shard_map", "book/05_shard_map.ipynb",
           "solutions/05_shard_map_exercises.ipynb", devices=8),
+    Topic("scaling", "solutions.scaling", "book/06_scaling.ipynb",
+          "solutions/06_scaling_exercises.ipynb", devices=8),
     Topic("multiprocess", "solutions.multiprocess", "book/07_multiprocess.ipynb",
           "solutions/07_multiprocess_exercises.ipynb"),
     Topic("dp_zh", "solutions.dp_zh", "book/08_dp_zh.ipynb",

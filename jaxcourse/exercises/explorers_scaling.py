@@ -1,0 +1,193 @@
+"""The layout explorer: a model, a batch, a mesh and a chip; memory, bytes and time.
+
+:class:`LayoutExplorer` lets a learner pick the model's width and depth, the
+global batch, the mesh shape of 8 devices (data × model), the layout and a
+chip from :data:`jaxcourse.scaling.HARDWARE`, and shows what chapter 6
+computes for that choice: the training state per device against the chip's
+memory, the bytes each device sends per step, and the roofline's step time.
+The numbers come from the chapter's formulas (:mod:`jaxcourse.scaling`),
+which the chapter checks against compiled programs for small models; the
+explorer says so. The work is done by :func:`layout_report`, a plain
+function; the widget only wires the controls to it, so tests drive it without
+a browser.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import ipywidgets as widgets
+
+from jaxcourse import scaling
+
+from .explorer_base import Explorer, controls_row
+
+__all__ = ["MESHES", "LayoutExplorer", "layout_explorer", "layout_report"]
+
+#: Mesh shapes of 8 devices, ``data × model``.
+MESHES: dict[str, tuple[int, int]] = {"8×1": (8, 1), "4×2": (4, 2), "2×4": (2, 4),
+                                      "1×8": (1, 8)}
+_LABELS = {
+    "en": {"width": "width d", "layers": "blocks", "batch": "global batch",
+           "mesh": "mesh (data×model)", "layout": "layout", "chip": "chip",
+           "params": "parameters", "state": "training state per device",
+ "sent": "bytes sent per device per step",
+           "compute": "compute", "comm": "communication", "step": "step (roofline)",
+           "bound_compute": "compute-bound", "bound_comm": "communication-bound",
+           "fits": "fits", "too_big": "does not fit",
+           "state_line": "{state} ({pct} of the chip's {hbm}: {verdict})",
+           "source": "From the chapter's formulas: the state at 16 bytes per "
+                     "parameter (float32 with Adam), the bytes sent in bfloat16. "
+                     "The chapter checks the formulas against compiled programs "
+                     "of a small model.",
+           "text": "Layout explorer: choose a model, a batch, a mesh of 8 devices, "
+                   "a layout and a chip; see the memory per device, the bytes sent "
+                   "and the roofline's step time."},
+    "zh-Hant": {"width": "寬度 d", "layers": "區塊數", "batch": "全域批次",
+                "mesh": "網格（資料×模型）", "layout": "佈局", "chip": "晶片",
+                "params": "參數", "state": "每個裝置的訓練狀態",
+                "sent": "每步每個裝置送出的位元組", "compute": "計算",
+                "comm": "通訊", "step": "一步（roofline）",
+                "bound_compute": "受計算限制", "bound_comm": "受通訊限制",
+                "fits": "放得下", "too_big": "放不下",
+                "state_line": "{state}（晶片記憶體 {hbm} 的 {pct}：{verdict}）",
+                "source": "依本章的公式計算：訓練狀態每個參數 16 位元組"
+                          "（float32 加 Adam），送出的位元組以 bfloat16 計。"
+                          "本章已用小模型編譯後的程式驗證這些公式。",
+                "text": "佈局探索器：選擇模型、批次、8 個裝置的網格、佈局與晶片，"
+                        "看每個裝置的記憶體、送出的位元組與 roofline 估計的步驟時間。"},
+    "zh-Hans": {"width": "宽度 d", "layers": "块数", "batch": "全局批次",
+                "mesh": "网格（数据×模型）", "layout": "布局", "chip": "芯片",
+                "params": "参数", "state": "每个设备的训练状态",
+                "sent": "每步每个设备发送的字节", "compute": "计算",
+                "comm": "通信", "step": "一步（roofline）",
+                "bound_compute": "受计算限制", "bound_comm": "受通信限制",
+                "fits": "放得下", "too_big": "放不下",
+                "state_line": "{state}（芯片内存 {hbm} 的 {pct}：{verdict}）",
+                "source": "按本章的公式计算：训练状态每个参数 16 字节"
+                          "（float32 加 Adam），发送的字节按 bfloat16 计。"
+                          "本章已用小模型编译后的程序验证这些公式。",
+                "text": "布局探索器：选择模型、批次、8 个设备的网格、布局与芯片，"
+                        "查看每个设备的内存、发送的字节和 roofline 估计的步骤时间。"},
+}
+
+
+def _label(language: str, key: str) -> str:
+    return _LABELS.get(language, _LABELS["en"])[key]
+
+
+def _bytes(n: float) -> str:
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n:.0f} B"
+
+
+def _seconds(t: float) -> str:
+    for unit, size in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if t >= size:
+            return f"{t / size:.2f} {unit}"
+    return f"{t * 1e9:.1f} ns"
+
+
+def layout_report(width: int, layers: int, batch: int, mesh: str, layout: str,
+                  chip: str, language: str = "en") -> dict[str, Any]:
+    """Compute what the explorer shows for one choice.
+
+    Returns
+    -------
+    dict
+        ``params`` (count), ``state`` (bytes per device), ``memory`` (the
+        chip's), ``fits``, ``sent`` (bytes per device per step, bfloat16),
+        ``time`` (:func:`jaxcourse.scaling.step_time`'s parts) and ``html``.
+    """
+    size = scaling.Size(width, layers)
+    data, model = MESHES[mesh]
+    hw = scaling.HARDWARE[chip]
+    state = scaling.state_bytes(size, layout, data, model)["total"]
+    sent = sum(scaling.ring_bytes(c.kind, c.nbytes, c.group)
+               for c in scaling.predicted_collectives(size, layout, batch, data, model,
+                                                      itemsize=2, regather=True))
+    time = scaling.step_time(size, layout, batch, hw, data, model)
+    fits = state <= hw.hbm
+    compute_bound = time["compute"] >= time["communication"]
+    bound = "bound_compute" if compute_bound else "bound_comm"
+    rows = [
+        (_label(language, "params"), f"{scaling.param_count(size):,}"),
+        (_label(language, "state"), _label(language, "state_line").format(
+            state=_bytes(state), pct=f"{state / hw.hbm:.0%}", hbm=_bytes(hw.hbm),
+            verdict=_label(language, "fits" if fits else "too_big"))),
+        (_label(language, "sent"), _bytes(sent)),
+        (_label(language, "compute"), _seconds(time["compute"])),
+        (_label(language, "comm"), _seconds(time["communication"])),
+        (_label(language, "step"), f"{_seconds(time['step'])}, "
+                                   f"{_label(language, bound)}"),
+    ]
+    colour = "" if fits else " style='color:#cf222e'"
+    body = "".join(f"<tr{colour if i == 1 else ''}><th style='text-align:left'>"
+                   f"{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
+                   for i, (k, v) in enumerate(rows))
+    note = html.escape(_label(language, "source"))
+    return {"params": scaling.param_count(size), "state": state, "memory": hw.hbm,
+            "fits": fits, "sent": sent, "time": time,
+            "html": f"<table>{body}</table><p><i>{note}</i></p>"}
+
+
+class LayoutExplorer(Explorer):
+    """Controls for model, batch, mesh, layout and chip; a table of the results.
+
+    Parameters
+    ----------
+    width, layers, batch : int
+        Initial model width, number of blocks and global batch.
+    mesh, layout, chip : str
+        Initial choices (keys of :data:`MESHES`, :data:`jaxcourse.scaling.LAYOUTS`
+        and :data:`jaxcourse.scaling.HARDWARE`).
+    language : {"en", "zh-Hant", "zh-Hans"}
+        Language of the labels.
+    run : bool
+        Compute once right away.
+    """
+
+    def __init__(self, width: int = 8192, layers: int = 32, batch: int = 8192,
+                 mesh: str = "8×1", layout: str = "FSDP", chip: str = "H100 SXM", *,
+                 language: str = "en", run: bool = True) -> None:
+        super().__init__(language)
+        lab = lambda key: _label(language, key)  # noqa: E731
+        self.width = widgets.Dropdown(options=[256, 1024, 4096, 8192, 16384],
+                                      value=width, description=lab("width"))
+        self.layers = widgets.Dropdown(options=[4, 16, 32, 64, 96], value=layers,
+                                       description=lab("layers"))
+        self.batch = widgets.Dropdown(options=[64, 512, 2048, 8192, 32768, 131072],
+                                      value=batch, description=lab("batch"))
+        self.mesh = widgets.Dropdown(options=list(MESHES), value=mesh,
+                                     description=lab("mesh"))
+        self.layout = widgets.Dropdown(options=list(scaling.LAYOUTS), value=layout,
+                                       description=lab("layout"))
+        self.chip = widgets.Dropdown(options=list(scaling.HARDWARE), value=chip,
+                                     description=lab("chip"))
+        self.table = widgets.HTML()
+        self.report: dict[str, Any] = {}
+        self._on_change(self.redraw, self.width, self.layers, self.batch, self.mesh,
+                        self.layout, self.chip)
+        self._assemble([controls_row(self.width, self.layers, self.batch),
+                        controls_row(self.mesh, self.layout, self.chip)], [self.table])
+        self._start(run, self.redraw)
+
+    def redraw(self) -> str:
+        """Recompute the table; return its HTML."""
+        self.report = layout_report(self.width.value, self.layers.value,
+                                    self.batch.value, self.mesh.value,
+                                    self.layout.value, self.chip.value, self.language)
+        self.table.value = self.report["html"]
+        return self.table.value
+
+    def live_text(self) -> str:
+        """Return a deterministic plain-text form (for stored notebook outputs)."""
+        return _label(self.language, "text")
+
+
+def layout_explorer(**initial: Any) -> LayoutExplorer:
+    """Build the layout explorer (computed right away)."""
+    return LayoutExplorer(**initial)

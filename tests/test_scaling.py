@@ -1,0 +1,131 @@
+"""Chapter 6's formulas (jaxcourse.scaling) and derived tolerances (numerics)."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import optax
+import pytest
+
+from jaxcourse import numerics, scaling
+from jaxcourse.scaling import Collective, Size
+
+SIZE = Size(width=32, layers=2)
+
+
+class _Text:
+    """Stands in for a compiled program where only its HLO text is read."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def as_text(self) -> str:
+        return self.text
+
+
+def test_state_is_16_bytes_per_parameter_split_by_the_layout() -> None:
+    n = scaling.param_count(SIZE)
+    assert n == 2 * 2 * 32 * 128
+    assert scaling.state_bytes(SIZE, "data parallel", 8)["total"] == 16 * n
+    assert scaling.state_bytes(SIZE, "FSDP", 8)["total"] == 16 * n // 8
+    assert scaling.state_bytes(SIZE, "tensor parallel", 4, 2)["total"] == 16 * n // 2
+    assert scaling.state_bytes(SIZE, "FSDP + TP", 4, 2)["total"] == 16 * n // 8
+    with pytest.raises(ValueError, match="unknown layout"):
+        scaling.state_bytes(SIZE, "pipeline")
+
+
+def test_ring_costs() -> None:
+    assert scaling.ring_bytes("all-gather", 800, 8) == 700
+    assert scaling.ring_bytes("reduce-scatter", 800, 8) == 700
+    assert scaling.ring_bytes("all-reduce", 800, 8) == 1400
+    assert scaling.ring_bytes("all-reduce", 800, 1) == 0
+    assert scaling.ring_bytes("collective-permute", 800, 8) == 800
+
+
+def test_collectives_are_read_from_every_spelling_of_replica_groups() -> None:
+    text = "\n".join([
+        "  %a = f32[256,1024]{1,0} all-gather(%p), replica_groups=mesh['data'=4,"
+        "'model'=2] {'data'}, dimensions={0}",
+        "  %b = f32[64,1024]{1,0} reduce-scatter(%q), "
+        "replica_groups={{0,1,2,3},{4,5,6,7}}",
+        "  %c = (f32[16,256]{1,0}, f32[]) all-reduce(%r, %s), "
+        "replica_groups=[4,2]<=[8]",
+        "  %d = f32[8]{0} all-reduce(%t), replica_groups=[8,1]<=[8]",  # groups of 1
+        '  %e = f32[8]{0} add(%u, %v), metadata={op_name="all-gather("}',
+    ])
+    found = scaling.compiled_collectives(_Text(text))
+    assert found == [Collective("all-gather", 256 * 1024 * 4, 4),
+                     Collective("reduce-scatter", 64 * 1024 * 4 * 4, 4),
+                     Collective("all-reduce", 16 * 256 * 4, 2),
+                     Collective("all-reduce", 4, 2)]
+
+
+def test_predicted_collectives_per_layout() -> None:
+    kinds = lambda found: sorted(c.kind for c in found)  # noqa: E731
+    dp = scaling.predicted_collectives(SIZE, "data parallel", 64, 8)
+    assert kinds(dp) == ["all-reduce"] * 5  # 4 weights + the loss
+    fsdp = scaling.predicted_collectives(SIZE, "FSDP", 64, 8, regather=True)
+    assert kinds(fsdp) == ["all-gather"] * 8 + ["all-reduce"] + ["reduce-scatter"] * 4
+    tp = scaling.predicted_collectives(SIZE, "tensor parallel", 64, 1, 8)
+    assert kinds(tp) == ["all-reduce"] * 3  # 2 forward, 1 backward
+    assert {c.nbytes for c in tp} == {64 * 32 * 4}
+
+
+def test_a_data_parallel_step_compiles_to_the_predicted_memory() -> None:
+    optimizer = optax.adam(1e-3)
+    params = scaling.init_params(jax.random.key(0), SIZE)
+    opt_state = optimizer.init(params)
+    x, y = scaling.make_batch(jax.random.key(1), SIZE, 16)
+    step = scaling.make_step("data parallel", optimizer)
+    compiled = jax.jit(step).lower(params, opt_state, x, y).compile()
+    memory = scaling.compiled_memory(compiled)
+    state = scaling.state_bytes(SIZE, "data parallel")
+    batch = x.nbytes + y.nbytes
+    assert memory["arguments"] == state["params"] + state["adam"] + batch + 4
+    assert memory["peak"] == memory["arguments"] + memory["outputs"] + memory["temp"]
+
+
+def test_the_fsdp_critical_batch_is_the_chips_flops_per_byte() -> None:
+    hw = scaling.HARDWARE["TPU v5p"]
+    big = Size(4096, 8)
+    value = scaling.critical_batch(big, "FSDP", hw, 8)
+    assert np.isclose(value, hw.flops / hw.link_bandwidth * 7 / 8)
+    data_parallel = scaling.critical_batch(big, "data parallel", hw, 8)
+    assert np.isclose(data_parallel, value * 2 / 3)
+    # Above it, computation sets the step time; below, communication does.
+    above = scaling.step_time(big, "FSDP", int(8 * value * 1.1), hw, 8)
+    below = scaling.step_time(big, "FSDP", int(8 * value * 0.9), hw, 8)
+    assert above["compute"] > above["communication"]
+    assert below["compute"] < below["communication"]
+
+
+def test_products_are_checked_within_float32_rounding() -> None:
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(64, 512)).astype(np.float32)
+    b = rng.normal(size=(512, 32)).astype(np.float32)
+    product = jax.numpy.asarray(a) @ jax.numpy.asarray(b)
+    assert numerics.within_rounding(product, a, b)
+    numerics.assert_product_close(product, a, b)
+    # One term of one sum left out: far outside the bound, and the message says where.
+    wrong = np.asarray(product).copy()
+    wrong[3, 5] -= a[3, 7] * b[7, 5]
+    assert not numerics.within_rounding(wrong, a, b)
+    with pytest.raises(AssertionError, match=r"entry \(3, 5\)"):
+        numerics.assert_product_close(wrong, a, b)
+
+
+def test_the_layout_explorer_reports_the_formulas() -> None:
+    from jaxcourse.exercises.explorers_scaling import layout_explorer, layout_report
+
+    explorer = layout_explorer(width=8192, layers=32, batch=8192, mesh="8×1",
+                               layout="FSDP", chip="H100 SXM")
+    big = Size(8192, 32)
+    assert explorer.report["state"] == scaling.state_bytes(big, "FSDP", 8)["total"]
+    assert explorer.report["fits"]
+    explorer.layout.value = "data parallel"  # as a learner would: the table follows
+    assert not explorer.report["fits"]
+    assert "does not fit" in explorer.table.value
+    small = layout_report(256, 4, 64, "1×8", "tensor parallel", "TPU v5e", "zh-Hans")
+    assert small["sent"] == 7 * 2 * (64 * 256 * 2) * 7 / 8  # 7 all-reduces, bf16
+    assert "芯片" in small["html"] and "芯片" not in layout_report(
+        256, 4, 64, "1×8", "tensor parallel", "TPU v5e", "zh-Hant")["html"]
