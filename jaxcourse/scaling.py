@@ -60,6 +60,7 @@ __all__ = [
     "ring_bytes",
     "state_bytes",
     "step_flops",
+    "spec_tree",
     "step_time",
     "tp_step_shard_map",
 ]
@@ -215,8 +216,7 @@ def make_step(layout: str, optimizer: Any, remat: bool = False) -> Callable:
 
     def step(params, opt_state, x, y):
         value, grads = jax.value_and_grad(loss)(params, x, y, use, out, remat)
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        params = jax.tree.map(lambda p, u: p + u, params, updates)
+        params, opt_state = _apply_update(optimizer, grads, opt_state, params)
         return params, opt_state, value
 
     return step
@@ -229,13 +229,29 @@ def place(tree: Any, layout: str) -> Any:
     :func:`param_specs`; everything else (the step count) is replicated. Needs
     ``jax.set_mesh`` with the layout's axes.
     """
+    return jax.device_put(tree, spec_tree(tree, layout))
+
+
+def spec_tree(tree: Any, layout: str) -> Any:
+    """Return the ``PartitionSpec`` of every leaf of ``tree`` under ``layout``.
+
+    Leaves whose dict key is ``w_in`` or ``w_out`` (weights, or Adam's moments
+    of them) get :func:`param_specs`'s; every other leaf, such as Adam's step
+    count, is replicated.
+    """
     specs = param_specs(layout)
 
     def spec_of(path, leaf):
         key = getattr(path[-1], "key", None) if path else None
-        return specs.get(key, P()) if hasattr(leaf, "ndim") and leaf.ndim == 2 else P()
+        return specs.get(key, P()) if getattr(leaf, "ndim", 0) == 2 else P()
 
-    return jax.device_put(tree, jax.tree_util.tree_map_with_path(spec_of, tree))
+    return jax.tree_util.tree_map_with_path(spec_of, tree)
+
+
+def _apply_update(optimizer: Any, grads: Any, opt_state: Any, params: Any):
+    """Return the parameters and optimizer state after one optimizer update."""
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    return jax.tree.map(lambda p, u: p + u, params, updates), opt_state
 
 
 def fsdp_step_shard_map(optimizer: Any, mesh: Any, remat: bool = False) -> Callable:
@@ -254,8 +270,7 @@ def fsdp_step_shard_map(optimizer: Any, mesh: Any, remat: bool = False) -> Calla
             return jax.lax.pmean(loss(params, x, y, gather, remat=remat), DATA)
 
         value, grads = jax.value_and_grad(local_loss)(params)
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        params = jax.tree.map(lambda p, u: p + u, params, updates)
+        params, opt_state = _apply_update(optimizer, grads, opt_state, params)
         return params, opt_state, value
 
     return _with_specs(per_device, mesh, "FSDP")
@@ -280,24 +295,15 @@ def tp_step_shard_map(optimizer: Any, mesh: Any) -> Callable:
             return jax.lax.pmean(jnp.mean((h - y) ** 2), DATA)
 
         value, grads = jax.value_and_grad(local_loss)(params)
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        params = jax.tree.map(lambda p, u: p + u, params, updates)
+        params, opt_state = _apply_update(optimizer, grads, opt_state, params)
         return params, opt_state, value
 
     return _with_specs(per_device, mesh, "tensor parallel")
 
 
 def _with_specs(per_device: Callable, mesh: Any, layout: str) -> Callable:
-    specs = param_specs(layout)
-
-    def tree_specs(tree):
-        def spec_of(path, leaf):
-            key = getattr(path[-1], "key", None) if path else None
-            return specs.get(key, P()) if leaf.ndim == 2 else P()
-        return jax.tree_util.tree_map_with_path(spec_of, tree)
-
     def step(params, opt_state, x, y):
-        p_specs, o_specs = tree_specs(params), tree_specs(opt_state)
+        p_specs, o_specs = spec_tree(params, layout), spec_tree(opt_state, layout)
         batch = P(DATA, None)
         return jax.shard_map(per_device, mesh=mesh,
                              in_specs=(p_specs, o_specs, batch, batch),

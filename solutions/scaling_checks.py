@@ -20,11 +20,11 @@ from typing import Any
 
 import jax
 import numpy as np
-from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxcourse import scaling
 from jaxcourse.devices import mesh_devices
+from solutions.shard_map_checks import place
 
 #: An input builder: ``inputs(rng)`` returns the arguments of one case.
 Inputs = Callable[[np.random.Generator], tuple]
@@ -41,11 +41,6 @@ def grid_mesh(data: int, model: int) -> jax.sharding.Mesh:
     return jax.make_mesh((data, model), (scaling.DATA, scaling.MODEL),
                          axis_types=(AxisType.Auto, AxisType.Auto),
                          devices=mesh_devices(data * model, first_cell=8))
-
-
-def place(array: Any, mesh: jax.sharding.Mesh, spec: P) -> Any:
-    """Put an array (or a tree of arrays, all with ``spec``) on ``mesh``."""
-    return jax.device_put(array, NamedSharding(mesh, spec))
 
 
 def numpy_params(rng: np.random.Generator, size: scaling.Size) -> list[dict]:

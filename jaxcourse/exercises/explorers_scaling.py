@@ -22,59 +22,17 @@ import ipywidgets as widgets
 from jaxcourse import scaling
 
 from .explorer_base import Explorer, controls_row
+from .messages import message
 
 __all__ = ["MESHES", "LayoutExplorer", "layout_explorer", "layout_report"]
 
 #: Mesh shapes of 8 devices, ``data × model``.
 MESHES: dict[str, tuple[int, int]] = {"8×1": (8, 1), "4×2": (4, 2), "2×4": (2, 4),
                                       "1×8": (1, 8)}
-_LABELS = {
-    "en": {"width": "width d", "layers": "blocks", "batch": "global batch",
-           "mesh": "mesh (data×model)", "layout": "layout", "chip": "chip",
-           "params": "parameters", "state": "training state per device",
- "sent": "bytes sent per device per step",
-           "compute": "compute", "comm": "communication", "step": "step (roofline)",
-           "bound_compute": "compute-bound", "bound_comm": "communication-bound",
-           "fits": "fits", "too_big": "does not fit",
-           "state_line": "{state} ({pct} of the chip's {hbm}: {verdict})",
-           "source": "From the chapter's formulas: the state at 16 bytes per "
-                     "parameter (float32 with Adam), the bytes sent in bfloat16. "
-                     "The chapter checks the formulas against compiled programs "
-                     "of a small model.",
-           "text": "Layout explorer: choose a model, a batch, a mesh of 8 devices, "
-                   "a layout and a chip; see the memory per device, the bytes sent "
-                   "and the roofline's step time."},
-    "zh-Hant": {"width": "寬度 d", "layers": "區塊數", "batch": "全域批次",
-                "mesh": "網格（資料×模型）", "layout": "佈局", "chip": "晶片",
-                "params": "參數", "state": "每個裝置的訓練狀態",
-                "sent": "每步每個裝置送出的位元組", "compute": "計算",
-                "comm": "通訊", "step": "一步（roofline）",
-                "bound_compute": "受計算限制", "bound_comm": "受通訊限制",
-                "fits": "放得下", "too_big": "放不下",
-                "state_line": "{state}（晶片記憶體 {hbm} 的 {pct}：{verdict}）",
-                "source": "依本章的公式計算：訓練狀態每個參數 16 位元組"
-                          "（float32 加 Adam），送出的位元組以 bfloat16 計。"
-                          "本章已用小模型編譯後的程式驗證這些公式。",
-                "text": "佈局探索器：選擇模型、批次、8 個裝置的網格、佈局與晶片，"
-                        "看每個裝置的記憶體、送出的位元組與 roofline 估計的步驟時間。"},
-    "zh-Hans": {"width": "宽度 d", "layers": "块数", "batch": "全局批次",
-                "mesh": "网格（数据×模型）", "layout": "布局", "chip": "芯片",
-                "params": "参数", "state": "每个设备的训练状态",
-                "sent": "每步每个设备发送的字节", "compute": "计算",
-                "comm": "通信", "step": "一步（roofline）",
-                "bound_compute": "受计算限制", "bound_comm": "受通信限制",
-                "fits": "放得下", "too_big": "放不下",
-                "state_line": "{state}（芯片内存 {hbm} 的 {pct}：{verdict}）",
-                "source": "按本章的公式计算：训练状态每个参数 16 字节"
-                          "（float32 加 Adam），发送的字节按 bfloat16 计。"
-                          "本章已用小模型编译后的程序验证这些公式。",
-                "text": "布局探索器：选择模型、批次、8 个设备的网格、布局与芯片，"
-                        "查看每个设备的内存、发送的字节和 roofline 估计的步骤时间。"},
-}
 
 
-def _label(language: str, key: str) -> str:
-    return _LABELS.get(language, _LABELS["en"])[key]
+def _label(language: str, key: str, **values: object) -> str:
+    return message(f"layout_{key}", language, **values)
 
 
 def _bytes(n: float) -> str:
@@ -115,9 +73,10 @@ def layout_report(width: int, layers: int, batch: int, mesh: str, layout: str,
     bound = "bound_compute" if compute_bound else "bound_comm"
     rows = [
         (_label(language, "params"), f"{scaling.param_count(size):,}"),
-        (_label(language, "state"), _label(language, "state_line").format(
-            state=_bytes(state), pct=f"{state / hw.hbm:.0%}", hbm=_bytes(hw.hbm),
-            verdict=_label(language, "fits" if fits else "too_big"))),
+        (_label(language, "state"),
+         _label(language, "state_line", state=_bytes(state),
+                pct=f"{state / hw.hbm:.0%}", hbm=_bytes(hw.hbm),
+                verdict=_label(language, "fits" if fits else "too_big"))),
         (_label(language, "sent"), _bytes(sent)),
         (_label(language, "compute"), _seconds(time["compute"])),
         (_label(language, "comm"), _seconds(time["communication"])),

@@ -210,4 +210,29 @@ TEXTS: dict[str, str] = {
     "grading_status": "Status: {status}",
     "grading_score": "Score: {total:g} of {count}",
     "grading_exercise": "{id}: {score:.0%}",
+    # The layout explorer (chapter 6).
+    "layout_width": "width d",
+    "layout_layers": "blocks",
+    "layout_batch": "global batch",
+    "layout_mesh": "mesh (data×model)",
+    "layout_layout": "layout",
+    "layout_chip": "chip",
+    "layout_params": "parameters",
+    "layout_state": "training state per device",
+    "layout_sent": "bytes sent per device per step",
+    "layout_compute": "compute",
+    "layout_comm": "communication",
+    "layout_step": "step (roofline)",
+    "layout_bound_compute": "compute-bound",
+    "layout_bound_comm": "communication-bound",
+    "layout_fits": "fits",
+    "layout_too_big": "does not fit",
+    "layout_state_line": "{state} ({pct} of the chip's {hbm}: {verdict})",
+    "layout_source": "From the chapter's formulas: the state at 16 bytes per "
+                     "parameter (float32 with Adam), the bytes sent in bfloat16. "
+                     "The chapter checks the formulas against compiled programs "
+                     "of a small model.",
+    "layout_text": "Layout explorer: choose a model, a batch, a mesh of 8 devices, "
+                   "a layout and a chip; see the memory per device, the bytes "
+                   "sent and the roofline's step time.",
 }

@@ -182,4 +182,28 @@ TEXTS: dict[str, str] = {
     "grading_status": "状态：{status}",
     "grading_score": "分数：{total:g} / {count}",
     "grading_exercise": "{id}：{score:.0%}",
+    # 布局探索器（第 6 章）。
+    "layout_width": "宽度 d",
+    "layout_layers": "区块数",
+    "layout_batch": "全局批次",
+    "layout_mesh": "网格（数据×模型）",
+    "layout_layout": "布局",
+    "layout_chip": "芯片",
+    "layout_params": "参数",
+    "layout_state": "每个设备的训练状态",
+    "layout_sent": "每步每个设备送出的字节",
+    "layout_compute": "计算",
+    "layout_comm": "通信",
+    "layout_step": "一步（roofline）",
+    "layout_bound_compute": "受计算限制",
+    "layout_bound_comm": "受通信限制",
+    "layout_fits": "放得下",
+    "layout_too_big": "放不下",
+    "layout_state_line": "{state}（芯片内存 {hbm} 的 {pct}：{verdict}）",
+    "layout_source": "依本章的公式计算：训练状态每个参数 16 字节"
+                     "（float32 加 Adam），送出的字节以 bfloat16 计。"
+                     "本章已用小模型编译后的程序验证这些公式。",
+    "layout_text": "布局探索器：选择模型、批次、8 个设备的网格、布局与芯片，"
+                   "看每个设备的内存、送出的字节与 roofline "
+                   "估计的步骤时间。",
 }

@@ -180,4 +180,28 @@ TEXTS: dict[str, str] = {
     "grading_status": "狀態：{status}",
     "grading_score": "分數：{total:g} / {count}",
     "grading_exercise": "{id}：{score:.0%}",
+    # 佈局探索器（第 6 章）。
+    "layout_width": "寬度 d",
+    "layout_layers": "區塊數",
+    "layout_batch": "全域批次",
+    "layout_mesh": "網格（資料×模型）",
+    "layout_layout": "佈局",
+    "layout_chip": "晶片",
+    "layout_params": "參數",
+    "layout_state": "每個裝置的訓練狀態",
+    "layout_sent": "每步每個裝置送出的位元組",
+    "layout_compute": "計算",
+    "layout_comm": "通訊",
+    "layout_step": "一步（roofline）",
+    "layout_bound_compute": "受計算限制",
+    "layout_bound_comm": "受通訊限制",
+    "layout_fits": "放得下",
+    "layout_too_big": "放不下",
+    "layout_state_line": "{state}（晶片記憶體 {hbm} 的 {pct}：{verdict}）",
+    "layout_source": "依本章的公式計算：訓練狀態每個參數 16 位元組"
+                     "（float32 加 Adam），送出的位元組以 bfloat16 計。"
+                     "本章已用小模型編譯後的程式驗證這些公式。",
+    "layout_text": "佈局探索器：選擇模型、批次、8 個裝置的網格、佈局與晶片，"
+                   "看每個裝置的記憶體、送出的位元組與 roofline "
+                   "估計的步驟時間。",
 }
