@@ -20,10 +20,25 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["assert_product_close", "product_error_bound", "within_rounding"]
+__all__ = ["assert_product_close", "product_error_bound", "sum_tolerance",
+           "within_rounding"]
 
 #: The unit roundoff of float32: half the distance from 1 to the next float.
 FLOAT32_ROUNDOFF = float(np.finfo(np.float32).eps) / 2
+
+
+def sum_tolerance(n: int) -> float:
+    """Return ``gamma_n``: the relative error of a float32 sum of ``n`` terms.
+
+    Any order of summation is within ``gamma_n = n u / (1 - n u)`` of the
+    exact sum, relative to the sum of the terms' absolute values. For a
+    computation that chains several sums (a layer's product, then the next),
+    add their lengths: to first order, their errors add. Two float32 results
+    of the same computation are then within ``2 gamma_n`` of each other.
+    """
+    if n * FLOAT32_ROUNDOFF >= 1:
+        raise ValueError(f"a float32 sum of {n} terms has no useful error bound")
+    return n * FLOAT32_ROUNDOFF / (1 - n * FLOAT32_ROUNDOFF)
 
 
 def product_error_bound(lhs, rhs) -> tuple[np.ndarray, np.ndarray]:
@@ -45,9 +60,7 @@ def product_error_bound(lhs, rhs) -> tuple[np.ndarray, np.ndarray]:
     """
     a = np.asarray(lhs, dtype=np.float64)
     b = np.asarray(rhs, dtype=np.float64)
-    n = a.shape[-1]
-    gamma = n * FLOAT32_ROUNDOFF / (1 - n * FLOAT32_ROUNDOFF)
-    return a @ b, gamma * (np.abs(a) @ np.abs(b))
+    return a @ b, sum_tolerance(a.shape[-1]) * (np.abs(a) @ np.abs(b))
 
 
 def within_rounding(value, lhs, rhs) -> bool:
