@@ -33,6 +33,7 @@ __all__ = [
     "SUM",
     "bytes_sent",
     "draw_collective",
+    "draw_steps",
     "line_mesh",
     "per_device_program",
     "ring_pairs",
@@ -281,3 +282,56 @@ def _title(name: str, shift: int) -> str:
         "psum_scatter": "psum_scatter (tiled): device d gets piece d of the sum",
         "all_to_all": "all_to_all (tiled): device d gets piece d of every block",
     }[name]
+
+
+def draw_steps(rows: list[tuple[str, list[tuple[str, str, np.ndarray]]]],
+               width: float = 6.4) -> Any:
+    """Draw several programs' collectives, each as :func:`draw_collective` does.
+
+    Parameters
+    ----------
+    rows : list
+        One ``(label, steps)`` per program; each step is ``(name, what,
+        blocks)``: collective ``name`` applied to ``blocks`` (``(n, length)``,
+        as for :func:`simulate`), ``what`` saying what the blocks are. A step
+        is drawn in one panel: the devices' columns before, an arrow, and the
+        columns after, coloured by the device each entry came from (grey: a
+        sum over every device).
+    width : float
+        Figure width in inches (the book's text column is 6.4).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (not shown; the caller shows or saves it).
+    """
+    import matplotlib.pyplot as plt
+
+    columns = max(len(steps) for _, steps in rows)
+    tallest = max(max(_check_blocks(b).shape[1], simulate(name, b)[0].shape[1])
+                  for _, steps in rows for name, _, b in steps)
+    fig, axes = plt.subplots(len(rows), columns, squeeze=False,
+                             figsize=(width, len(rows) * (0.75 + 0.16 * tallest)))
+    for r, (label, steps) in enumerate(rows):
+        for c in range(columns):
+            ax = axes[r, c]
+            ax.set_axis_off()
+            if c >= len(steps):
+                continue
+            name, what, blocks = steps[c]
+            blocks = _check_blocks(blocks)
+            n, length = blocks.shape
+            after, origin = simulate(name, blocks)
+            before_origin = np.repeat(np.arange(n)[:, None], length, axis=1)
+            for d in range(n):
+                _draw_column(ax, d, blocks[d], before_origin[d], numbers=False)
+                _draw_column(ax, n + 1 + d, after[d], origin[d], numbers=False)
+            ax.annotate("", xy=(n + 0.45, -1), xytext=(n - 0.45, -1),
+                        arrowprops={"arrowstyle": "->", "lw": 1.2})
+            ax.set_xlim(-0.6, 2 * n + 0.6)
+            ax.set_ylim(-tallest - 0.2, 0.2)
+            ax.set_title(f"{name}: {what}", fontsize=10)
+        axes[r, 0].text(-0.04, 0.5, label, transform=axes[r, 0].transAxes,
+                        rotation=90, ha="right", va="center", fontsize=10)
+    fig.tight_layout()
+    return fig

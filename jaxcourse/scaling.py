@@ -44,7 +44,9 @@ __all__ = [
     "Collective",
     "Hardware",
     "Size",
+    "collective_steps",
     "collective_summary",
+    "compile_from_shapes",
     "compiled_collectives",
     "compiled_memory",
     "critical_batch",
@@ -372,6 +374,53 @@ def compiled_memory(compiled: Any) -> dict[str, int]:
     return found
 
 
+def compile_from_shapes(size: Size, layout: str, batch: int, data: int = 1,
+                        model: int = 1, optimizer: Any = None) -> Any:
+    """Compile ``layout``'s training step from shapes alone, allocating nothing.
+
+    The parameters, Adam's state and the batch are given to ``jax.jit`` as
+    ``jax.ShapeDtypeStruct`` with the layout's shardings on a ``data × model``
+    mesh of the first ``data * model`` devices, so that a learner can read a
+    large program's :func:`compiled_memory` and :func:`compiled_collectives`
+    without the memory to run it.
+
+    Raises
+    ------
+    ValueError
+        If JAX has fewer than ``data * model`` devices, or the batch does not
+        split over ``data``.
+    """
+    import optax
+    from jax.sharding import AxisType, NamedSharding
+
+    _check_layout(layout)
+    have = len(jax.devices())
+    if have < data * model:
+        raise ValueError(f"a {data}×{model} mesh needs {data * model} devices; JAX has "
+                         f"{have} (call jaxcourse.devices.use_cpu_devices first)")
+    if batch % data:
+        raise ValueError(f"a batch of {batch} does not split over {data} devices")
+    optimizer = optimizer or optax.adam(1e-3)
+    mesh = jax.make_mesh((data, model), (DATA, MODEL),
+                         axis_types=(AxisType.Explicit, AxisType.Explicit),
+                         devices=jax.devices()[:data * model])
+    params = jax.eval_shape(lambda key: init_params(key, size), jax.random.key(0))
+    opt_state = jax.eval_shape(optimizer.init, params)
+
+    def shaped(tree: Any) -> Any:
+        return jax.tree.map(
+            lambda leaf, spec: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype,
+                                                    sharding=NamedSharding(mesh, spec)),
+            tree, spec_tree(tree, layout))
+
+    batch_shape = jax.ShapeDtypeStruct((batch, size.width), jnp.float32,
+                                       sharding=NamedSharding(mesh, P(DATA, None)))
+    with jax.set_mesh(mesh):
+        step = jax.jit(make_step(layout, optimizer))
+        return step.lower(shaped(params), shaped(opt_state), batch_shape,
+                          batch_shape).compile()
+
+
 # --------------------------------------------------------------------------
 # Communication
 # --------------------------------------------------------------------------
@@ -546,6 +595,39 @@ def predicted_collectives(size: Size, layout: str, batch: int, data: int = 1,
         if layout == "tensor parallel" and data > 1:
             found += [Collective("all-reduce", weight // model, data)] * weights
     return found
+
+
+def collective_steps(size: Size, layout: str, batch: int, data: int = 1,
+                     model: int = 1, n: int = 4) -> list[tuple[str, str, np.ndarray]]:
+    """Return the collectives of ``layout``'s step, as blocks to draw.
+
+    Each entry is ``(lax name, what it moves × how many per step, blocks)``
+    for :func:`jaxcourse.collectives.draw_steps`, drawn on ``n`` devices: a
+    weight cut into ``n`` pieces is gathered, a gradient or a partial
+    activation is summed (everywhere, or one piece per device). The counts
+    are :func:`predicted_collectives`' for one step of ``size`` at ``batch``
+    on a ``data × model`` mesh, the loss's one-number sum left out.
+    """
+    _check_layout(layout)
+    activation = batch // data * size.width * F32
+    counts = {"weight": 0, "gradient": 0, "activation": 0}
+    for c in predicted_collectives(size, layout, batch, data, model):
+        if c.kind == "all-gather":
+            counts["weight"] += 1
+        elif c.kind == "reduce-scatter" or (c.kind == "all-reduce" and c.group == data
+                                            and c.nbytes > F32):
+            counts["gradient"] += 1
+        elif c.kind == "all-reduce" and c.group == model and c.nbytes == activation:
+            counts["activation"] += 1
+    pieces = np.arange(n, dtype=float)[:, None]         # device d holds piece d
+    partial = np.ones((n, n))                           # every device a partial sum
+    steps = {"data parallel": [("psum", "gradient")],
+             "FSDP": [("all_gather", "weight"), ("psum_scatter", "gradient")],
+             "tensor parallel": [("psum", "activation")],
+             "FSDP + TP": [("all_gather", "weight"), ("psum", "activation"),
+                           ("psum_scatter", "gradient")]}[layout]
+    return [(name, f"{what} × {counts[what]}",
+             pieces if name == "all_gather" else partial) for name, what in steps]
 
 
 # --------------------------------------------------------------------------

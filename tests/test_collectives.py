@@ -135,6 +135,26 @@ def test_large_blocks_are_drawn_without_numbers() -> None:
         plt.close(fig)
 
 
+
+def test_draw_steps_draws_each_program_s_collectives_in_a_row() -> None:
+    import matplotlib.pyplot as plt
+
+    from jaxcourse.collectives import draw_steps
+
+    pieces, partial = np.arange(4.0)[:, None], np.ones((4, 4))
+    fig = draw_steps([("FSDP", [("all_gather", "weight", pieces),
+                                ("psum_scatter", "gradient", partial)]),
+                      ("data parallel", [("psum", "gradient", partial)])])
+    try:
+        assert fig.get_size_inches()[0] <= 6.4  # the book's text column
+        panels = [ax for ax in fig.axes if ax.patches]
+        assert [ax.get_title() for ax in panels] == [
+            "all_gather: weight", "psum_scatter: gradient", "psum: gradient"]
+        # Before and after, every entry a cell: 4 + 16, 16 + 4, 16 + 16.
+        assert [len(ax.patches) for ax in panels] == [20, 20, 32]
+    finally:
+        plt.close(fig)
+
 # ---- the real collectives, on 8 simulated devices -------------------------------
 
 

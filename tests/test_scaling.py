@@ -6,6 +6,7 @@ import jax
 import numpy as np
 import optax
 import pytest
+from processes import MARK, run_script
 
 from jaxcourse import numerics, scaling
 from jaxcourse.scaling import Collective, Size
@@ -129,3 +130,59 @@ def test_the_layout_explorer_reports_the_formulas() -> None:
     assert small["sent"] == 7 * 2 * (64 * 256 * 2) * 7 / 8  # 7 all-reduces, bf16
     assert "芯片" in small["html"] and "芯片" not in layout_report(
         256, 4, 64, "1×8", "tensor parallel", "TPU v5e", "zh-Hant")["html"]
+
+
+def test_compiling_from_shapes_gives_the_formulas_arguments() -> None:
+    # One device: a 1×1 mesh, so this runs in any test process.
+    compiled = scaling.compile_from_shapes(SIZE, "data parallel", 16)
+    state = scaling.state_bytes(SIZE, "data parallel")
+    batch = 2 * 16 * SIZE.width * 4
+    assert scaling.compiled_memory(compiled)["arguments"] == (
+        state["params"] + state["adam"] + batch + 4)
+    with pytest.raises(ValueError, match="needs 64 devices"):
+        scaling.compile_from_shapes(SIZE, "FSDP", 64, 64)
+
+
+def test_collective_steps_count_the_predicted_operands() -> None:
+    steps = scaling.collective_steps(Size(256, 4), "FSDP + TP", 64, 4, 2)
+    assert [(name, what) for name, what, _ in steps] == [
+        ("all_gather", "weight × 8"), ("psum", "activation × 7"),
+        ("psum_scatter", "gradient × 8")]
+    data_parallel = scaling.collective_steps(SIZE, "data parallel", 16, 8)
+    assert [what for _, what, _ in data_parallel] == ["gradient × 4"]
+
+
+def test_the_explorer_compiles_small_models_and_says_so() -> None:
+    found = run_script(f"""
+        import json
+        from jaxcourse.devices import use_cpu_devices
+
+        use_cpu_devices(8)
+        from jaxcourse import scaling
+        from jaxcourse.exercises.explorers_scaling import layout_report
+
+        small = layout_report(256, 4, 64, "1×8", "tensor parallel", "H100 SXM")
+        deep = layout_report(256, 32, 64, "1×8", "tensor parallel", "H100 SXM")
+        print({MARK!r} + json.dumps({{
+            "small": [small["source"], small["compiled"], small["html"]],
+            "deep": [deep["source"], deep["html"]]}}))
+    """)
+    source, compiled, text = found["small"]
+    assert source == "compiled" and "compiled program" in text
+    predicted = scaling.predicted_collectives(Size(256, 4), "tensor parallel", 64, 1, 8)
+    assert compiled["counts"] == {"all-reduce": 7}
+    assert compiled["bytes"] == scaling.collective_summary(predicted)["bytes"]
+    state = scaling.state_bytes(Size(256, 4), "tensor parallel", 1, 8)
+    assert compiled["memory"]["arguments"] == (state["params"] + state["adam"]
+                                               + 2 * 64 * 256 * 4 + 4)
+    assert found["deep"][0] == "formula" and "not compiled" in found["deep"][1]
+
+
+def test_the_explorer_says_why_it_did_not_compile() -> None:
+    from jaxcourse.exercises.explorers_scaling import layout_report
+
+    report = layout_report(256, 4, 64, "8×1", "FSDP", "H100 SXM")
+    if len(jax.devices()) < 8:
+        assert report["source"] == "formula" and "fewer than 8" in report["html"]
+    else:
+        assert report["source"] == "compiled"

@@ -5,15 +5,19 @@ global batch, the mesh shape of 8 devices (data × model), the layout and a
 chip from :data:`jaxcourse.scaling.HARDWARE`, and shows what chapter 6
 computes for that choice: the training state per device against the chip's
 memory, the bytes each device sends per step, and the roofline's step time.
-The numbers come from the chapter's formulas (:mod:`jaxcourse.scaling`),
-which the chapter checks against compiled programs for small models; the
-explorer says so. The work is done by :func:`layout_report`, a plain
-function; the widget only wires the controls to it, so tests drive it without
-a browser.
+The numbers come from the chapter's formulas (:mod:`jaxcourse.scaling`).
+For models of up to :data:`COMPILE_LAYERS` blocks, when the kernel has the 8
+simulated devices, the explorer also compiles the step from shapes alone
+(:func:`jaxcourse.scaling.compile_from_shapes`, under a second) and shows
+the compiled program's memory and collectives beside the formulas; it says
+which rows come from where, and why it did not compile when it did not. The
+work is done by :func:`layout_report`, a plain function; the widget only
+wires the controls to it, so tests drive it without a browser.
 """
 
 from __future__ import annotations
 
+import functools
 import html
 from typing import Any
 
@@ -24,11 +28,36 @@ from jaxcourse import scaling
 from .explorer_base import Explorer, controls_row
 from .messages import message
 
-__all__ = ["MESHES", "LayoutExplorer", "layout_explorer", "layout_report"]
+__all__ = ["COMPILE_LAYERS", "MESHES", "LayoutExplorer", "layout_explorer",
+           "layout_report"]
 
 #: Mesh shapes of 8 devices, ``data × model``.
 MESHES: dict[str, tuple[int, int]] = {"8×1": (8, 1), "4×2": (4, 2), "2×4": (2, 4),
                                       "1×8": (1, 8)}
+
+
+#: The deepest model the explorer compiles (compiling grows with the depth).
+COMPILE_LAYERS = 16
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(width: int, layers: int, batch: int, data: int, model: int,
+              layout: str) -> dict[str, Any]:
+    """Compile one choice from shapes; return its memory and collectives."""
+    compiled = scaling.compile_from_shapes(scaling.Size(width, layers), layout, batch,
+                                           data, model)
+    return {"memory": scaling.compiled_memory(compiled),
+            **scaling.collective_summary(scaling.compiled_collectives(compiled))}
+
+
+def _why_not_compiled(layers: int, devices: int) -> str | None:
+    import jax
+
+    if layers > COMPILE_LAYERS:
+        return "deep"
+    if len(jax.devices()) < devices:
+        return "devices"
+    return None
 
 
 def _label(language: str, key: str, **values: object) -> str:
@@ -58,7 +87,11 @@ def layout_report(width: int, layers: int, batch: int, mesh: str, layout: str,
     dict
         ``params`` (count), ``state`` (bytes per device), ``memory`` (the
         chip's), ``fits``, ``sent`` (bytes per device per step, bfloat16),
-        ``time`` (:func:`jaxcourse.scaling.step_time`'s parts) and ``html``.
+        ``time`` (:func:`jaxcourse.scaling.step_time`'s parts), ``source``
+        (``"compiled"`` when the step was also compiled, else ``"formula"``),
+        ``compiled`` (the compiled program's ``memory``, collective
+        ``counts`` and ``bytes`` sent per device in float32, or ``None``) and
+        ``html``.
     """
     size = scaling.Size(width, layers)
     data, model = MESHES[mesh]
@@ -83,13 +116,36 @@ def layout_report(width: int, layers: int, batch: int, mesh: str, layout: str,
         (_label(language, "step"), f"{_seconds(time['step'])}, "
                                    f"{_label(language, bound)}"),
     ]
+    why = _why_not_compiled(layers, data * model)
+    compiled = None
+    if why is None:
+        compiled = _compiled(width, layers, batch, data, model, layout)
+        memory = compiled["memory"]
+        formula_sent = sum(scaling.ring_bytes(c.kind, c.nbytes, c.group)
+                           for c in scaling.predicted_collectives(size, layout, batch,
+                                                                  data, model))
+        counts = ", ".join(f"{n} {kind}" for kind, n in compiled["counts"].items())
+        rows += [
+            (_label(language, "compiled_memory"),
+             _label(language, "compiled_memory_line",
+                    arguments=_bytes(memory["arguments"]), temp=_bytes(memory["temp"]),
+                    peak=_bytes(memory["peak"]))),
+            (_label(language, "compiled_sent"),
+             _label(language, "compiled_sent_line", counts=counts or "—",
+                    sent=_bytes(compiled["bytes"]), formula=_bytes(formula_sent))),
+        ]
+        note = _label(language, "source_compiled")
+    else:
+        reason = _label(language, f"not_compiled_{why}", layers=COMPILE_LAYERS)
+        note = f"{_label(language, 'source')} {reason}"
     colour = "" if fits else " style='color:#cf222e'"
     body = "".join(f"<tr{colour if i == 1 else ''}><th style='text-align:left'>"
                    f"{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
                    for i, (k, v) in enumerate(rows))
-    note = html.escape(_label(language, "source"))
+    note = html.escape(note)
     return {"params": scaling.param_count(size), "state": state, "memory": hw.hbm,
             "fits": fits, "sent": sent, "time": time,
+            "source": "compiled" if compiled else "formula", "compiled": compiled,
             "html": f"<table>{body}</table><p><i>{note}</i></p>"}
 
 
@@ -116,7 +172,7 @@ class LayoutExplorer(Explorer):
         lab = lambda key: _label(language, key)  # noqa: E731
         self.width = widgets.Dropdown(options=[256, 1024, 4096, 8192, 16384],
                                       value=width, description=lab("width"))
-        self.layers = widgets.Dropdown(options=[4, 16, 32, 64, 96], value=layers,
+        self.layers = widgets.Dropdown(options=[2, 4, 16, 32, 64, 96], value=layers,
                                        description=lab("layers"))
         self.batch = widgets.Dropdown(options=[64, 512, 2048, 8192, 32768, 131072],
                                       value=batch, description=lab("batch"))

@@ -232,6 +232,22 @@ TEXTS: dict[str, str] = {
                      "parameter (float32 with Adam), the bytes sent in bfloat16. "
                      "The chapter checks the formulas against compiled programs "
                      "of a small model.",
+    "layout_compiled_memory": "compiled program: memory per device",
+    "layout_compiled_memory_line": "{arguments} arguments + {temp} temporaries; "
+                                   "{peak} at the peak",
+    "layout_compiled_sent": "compiled program: collectives",
+    "layout_compiled_sent_line": "{counts}; {sent} sent per device "
+                                 "(formula: {formula})",
+    "layout_source_compiled": "The rows marked \"compiled program\" come from this "
+                              "step compiled for 8 simulated CPU devices from shapes "
+                              "alone, in float32 (scaling.compile_from_shapes); the "
+                              "others from the chapter's formulas, the bytes sent in "
+                              "bfloat16. On this CPU XLA sums an FSDP gradient with an "
+                              "all-reduce where the formula has a reduce-scatter.",
+    "layout_not_compiled_deep": "Models of more than {layers} blocks are not "
+                                "compiled here: compiling grows with the depth.",
+    "layout_not_compiled_devices": "Not compiled: this kernel has fewer than 8 "
+                                   "devices (call use_cpu_devices(8) first).",
     "layout_text": "Layout explorer: choose a model, a batch, a mesh of 8 devices, "
                    "a layout and a chip; see the memory per device, the bytes "
                    "sent and the roofline's step time.",

@@ -206,4 +206,20 @@ TEXTS: dict[str, str] = {
     "layout_text": "布局探索器：选择模型、批次、8 个设备的网格、布局与芯片，"
                    "看每个设备的内存、送出的字节与 roofline "
                    "估计的步骤时间。",
+    "layout_compiled_memory": "编译后的程序：每个设备的内存",
+    "layout_compiled_memory_line": "参数 {arguments} + 临时缓冲区 {temp}；"
+                                  "峰值 {peak}",
+    "layout_compiled_sent": "编译后的程序：集体通信",
+    "layout_compiled_sent_line": "{counts}；每个设备送出 {sent}（公式：{for"
+                                "mula}）",
+    "layout_source_compiled": "标为“编译后的程序”的项目，是把这一步只依形状（scalin"
+                             "g.compile_from_shapes）为 8 个模拟 "
+                             "CPU 设备以 float32 编译所得；其余依本章的公式计"
+                             "算，送出的字节以 bfloat16 计。在这个 CPU 上，"
+                             "XLA 用 all-reduce 对 FSDP 的梯度求和，"
+                             "公式则是 reduce-scatter。",
+    "layout_not_compiled_deep": "超过 {layers} 个区块的模型不在这里编译：编译时间随"
+                               "深度增加。",
+    "layout_not_compiled_devices": "没有编译：这个 Jupyter kernel 的设备少于 8"
+                                  " 个（请先调用 use_cpu_devices(8)）。",
 }

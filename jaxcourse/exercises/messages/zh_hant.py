@@ -201,6 +201,20 @@ TEXTS: dict[str, str] = {
     "layout_source": "依本章的公式計算：訓練狀態每個參數 16 位元組"
                      "（float32 加 Adam），送出的位元組以 bfloat16 計。"
                      "本章已用小模型編譯後的程式驗證這些公式。",
+    "layout_compiled_memory": "編譯後的程式：每個裝置的記憶體",
+    "layout_compiled_memory_line": "引數 {arguments} + 臨時緩衝區 {temp}；"
+                                   "峰值 {peak}",
+    "layout_compiled_sent": "編譯後的程式：集體通訊",
+    "layout_compiled_sent_line": "{counts}；每個裝置送出 {sent}（公式：{formula}）",
+    "layout_source_compiled": "標為「編譯後的程式」的項目，是把這一步只依形狀"
+                              "（scaling.compile_from_shapes）為 8 個模擬 CPU 裝置"
+                              "以 float32 編譯所得；其餘依本章的公式計算，送出的"
+                              "位元組以 bfloat16 計。在這個 CPU 上，XLA 用 all-reduce "
+                              "對 FSDP 的梯度求和，公式則是 reduce-scatter。",
+    "layout_not_compiled_deep": "超過 {layers} 個區塊的模型不在這裡編譯："
+                                "編譯時間隨深度增加。",
+    "layout_not_compiled_devices": "沒有編譯：這個 Jupyter kernel 的裝置少於 8 個"
+                                   "（請先呼叫 use_cpu_devices(8)）。",
     "layout_text": "佈局探索器：選擇模型、批次、8 個裝置的網格、佈局與晶片，"
                    "看每個裝置的記憶體、送出的位元組與 roofline "
                    "估計的步驟時間。",
