@@ -224,3 +224,41 @@ def test_edition_figures_use_a_simplified_chinese_font() -> None:
     nb = nbformat.read(ROOT / "book" / "08_dp_zh_hans.ipynb", as_version=4)
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     assert 'use_cjk_font(CJK_FONTS_SC, script="SC")' in code
+
+
+# Taiwan phrasings a reviewer found in the generated edition, as OpenCC leaves
+# them in simplified characters; the term table now rewrites each one.
+TAIWAN_PHRASINGS = {
+    "无条件进位": "向上取整",
+    "加总": "求和",
+    r"替[^。，；\n]{0,12}取一个名字": "给…取一个名字",
+    r"2 核心": "两个核心 / 双核",
+    r"(?<!打)印出": "输出 / 打印",
+}
+
+
+def _zh_hans_files() -> list[Path]:
+    root = Path(__file__).resolve().parents[1]
+    found = [p for folder in ("book", "exercises", "solutions")
+             for p in sorted((root / folder).glob("*zh_hans*"))]
+    return found + [root / "jaxcourse" / "exercises" / "messages" / "zh_hans.py"]
+
+
+@pytest.mark.parametrize("pattern", list(TAIWAN_PHRASINGS))
+def test_no_taiwan_phrasing_survives_in_zh_hans(pattern: str) -> None:
+    files = _zh_hans_files()
+    assert len(files) >= 5, files
+    # Keyed by folder and name: exercises/ and solutions/ share file names.
+    hits = {f"{p.parent.name}/{p.name}": re.findall(f".{{0,12}}{pattern}.{{0,6}}",
+                                                     p.read_text("utf-8"))
+            for p in files}
+    hits = {name: found for name, found in hits.items() if found}
+    assert not hits, f"write {TAIWAN_PHRASINGS[pattern]!r} instead: {hits}"
+
+
+def test_the_term_table_rewrites_the_taiwan_phrasings() -> None:
+    assert zh_hans.convert_text("60,000 / 256 無條件進位") == "60,000 / 256 向上取整"
+    assert zh_hans.convert_text("先在裝置上加總") == "先在设备上求和"
+    assert zh_hans.convert_text("要替對映軸取一個名字") == "要给映射轴取一个名字"
+    assert zh_hans.convert_text("在 2 核心的 CPU 上") == "在双核 CPU 上"
+    assert zh_hans.convert_text("印出結果") == "打印出结果"
