@@ -11,7 +11,8 @@ holds before and after. This module is the one place that knows how:
   each device holds, so the two can be compared;
 * :func:`draw_collective` draws the before and after side by side, each
   number coloured by the device it came from (grey for a sum of all);
-* :func:`bytes_sent` estimates how much data each device sends;
+* :func:`bytes_sent` estimates how much data each device sends, on a ring or
+  with direct links;
 * :func:`line_mesh` builds the one-axis ``Auto`` mesh the chapter, its
   exercises and the explorer share, and :func:`ring_pairs` the pairs of a
   ring shift for ``ppermute``.
@@ -31,6 +32,7 @@ from jaxcourse.devices import mesh_devices
 __all__ = [
     "NAMES",
     "SUM",
+    "TOPOLOGIES",
     "bytes_sent",
     "draw_collective",
     "draw_steps",
@@ -186,24 +188,43 @@ def run_collective(name: str, blocks: np.ndarray, mesh: Any, shift: int = 1
     return np.asarray(per_device_program(name, mesh, shift)(blocks))
 
 
-def bytes_sent(name: str, n: int, length: int, itemsize: int = 4) -> int:
+#: The two topologies :func:`bytes_sent` prices: a one-way ring, where each
+#: device sends only to the next and pieces for farther devices are forwarded,
+#: and direct links between every pair of devices (a full switch).
+TOPOLOGIES = ("ring", "direct")
+
+
+def bytes_sent(name: str, n: int, length: int, itemsize: int = 4,
+               topology: str = "ring") -> int:
     """Estimate the bytes each device sends for collective ``name``.
 
-    The estimate is that of the ring algorithms (each device talks only to its
-    neighbours), per device, for a block of ``length`` items of ``itemsize``
-    bytes: an all-reduce sends ``2 (n - 1) / n`` blocks (a reduce-scatter,
-    then an all-gather), an all-gather ``n - 1`` blocks, a reduce-scatter and
-    an all-to-all ``(n - 1) / n`` of one, a ring shift one block. Real
-    libraries pick other algorithms for other sizes and networks; the ratios
-    between the collectives are what matters here.
+    Per device, for a block of ``length`` items of ``itemsize`` bytes on ``n``
+    devices, with the usual algorithms on ``topology`` (see
+    :data:`TOPOLOGIES`): an all-gather sends ``n - 1`` blocks (on a ring, each
+    block travels ``n - 1`` hops, one piece per step); a reduce-scatter
+    ``(n - 1) / n`` of one; an all-reduce twice that (a reduce-scatter, then
+    an all-gather of the pieces); a ring shift by one, one block. These are
+    the same on both topologies. An all-to-all differs: with direct links
+    each device sends the ``n - 1`` pieces that are not its own, ``(n - 1) /
+    n`` of a block; on a one-way ring the piece for the device ``k`` hops
+    away is sent ``k`` times (once by each device it passes), ``(n - 1) / 2``
+    blocks in all. Real libraries pick other algorithms for other sizes and
+    networks; the ratios between the collectives are what matters here.
     """
+    if topology not in TOPOLOGIES:
+        raise ValueError(f"unknown topology {topology!r}; expected one of {TOPOLOGIES}")
     block = length * itemsize
     if name == "psum":
         return 2 * (n - 1) * block // n
     if name == "all_gather":
         return (n - 1) * block
-    if name in ("psum_scatter", "all_to_all"):
+    if name == "psum_scatter":
         return (n - 1) * block // n
+    if name == "all_to_all":
+        if topology == "direct":
+            return (n - 1) * block // n
+        # Piece size block / n, sent 1 + 2 + ... + (n - 1) times.
+        return (n - 1) * n // 2 * block // n
     if name == "ppermute":
         return block if n > 1 else 0
     raise ValueError(f"unknown collective {name!r}; expected one of {NAMES}")

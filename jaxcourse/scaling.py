@@ -511,7 +511,8 @@ def ring_bytes(kind: str, nbytes: int, group: int) -> float:
     Each device sends ``(n - 1) / n`` of the operand for an all-gather or a
     reduce-scatter (``n - 1`` steps of one ``1/n`` piece), twice that for an
     all-reduce (a reduce-scatter, then an all-gather), and the whole operand
-    for a ``collective-permute``.
+    for a ``collective-permute``, and ``(n - 1) / 2`` of the device's
+    operand for an all-to-all (pieces are forwarded round the ring).
     """
     if group <= 1:
         return 0.0
@@ -523,8 +524,10 @@ def ring_bytes(kind: str, nbytes: int, group: int) -> float:
     if kind == "collective-permute":
         return float(nbytes)
     if kind == "all-to-all":
-        # Direct sends: each device keeps 1/n of its operand.
-        return nbytes * factor
+        # On the same one-way ring, the piece for the device k hops away is
+        # forwarded k times: (1 + ... + (n - 1)) pieces of nbytes / n
+        # (jaxcourse.collectives.bytes_sent prices direct links too).
+        return nbytes * (group - 1) / 2
     raise ValueError(f"unknown collective {kind!r}; expected one of {KINDS}")
 
 

@@ -93,7 +93,17 @@ def test_bytes_sent_follows_the_ring_algorithms() -> None:
     assert bytes_sent("psum", 8, 1024) == 2 * 7 * block // 8
     assert bytes_sent("all_gather", 8, 1024) == 7 * block
     assert bytes_sent("psum_scatter", 8, 1024) == 7 * block // 8
-    assert bytes_sent("all_to_all", 8, 1024) == 7 * block // 8
+    # One-way ring: the piece for the device k hops away is sent k times.
+    assert bytes_sent("all_to_all", 8, 1024) == (1 + 2 + 3 + 4 + 5 + 6 + 7) * block // 8
+    assert bytes_sent("all_to_all", 8, 1024, topology="direct") == 7 * block // 8
+    # Half an all-gather of the same block on the ring, as the scaling book has it.
+    assert bytes_sent("all_to_all", 8, 1024) * 2 == bytes_sent("all_gather", 8, 1024)
+    for name in NAMES:
+        if name != "all_to_all":
+            assert bytes_sent(name, 8, 1024, topology="direct") == bytes_sent(
+                name, 8, 1024)
+    with pytest.raises(ValueError, match="unknown topology"):
+        bytes_sent("psum", 8, 1024, topology="torus")
     assert bytes_sent("ppermute", 8, 1024) == block
     assert bytes_sent("ppermute", 1, 1024) == 0
     # A psum is a psum_scatter followed by an all_gather of the pieces.

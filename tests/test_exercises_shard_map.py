@@ -119,7 +119,7 @@ def test_explorer_starts_with_psum(explorer_states: dict) -> None:
         "psum over 4 devices, blocks of 4 float32 (16 bytes)",
         "compiled to: all-reduce",
         "matches the NumPy model of the collective: yes",
-        "each device sends about 24 bytes (1.5 blocks, ring algorithm)",
+        "each device sends about 24 bytes (1.5 blocks, one-way ring)",
     ]
     assert lines[4] == "device 0: [0, 1, 2, 3] -> [24, 28, 32, 36]"
     assert state["png"] > 1000 and state["html"].startswith("<pre>")

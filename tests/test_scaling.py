@@ -41,6 +41,7 @@ def test_ring_costs() -> None:
     assert scaling.ring_bytes("all-reduce", 800, 8) == 1400
     assert scaling.ring_bytes("all-reduce", 800, 1) == 0
     assert scaling.ring_bytes("collective-permute", 800, 8) == 800
+    assert scaling.ring_bytes("all-to-all", 800, 8) == 800 * 7 / 2  # forwarded
 
 
 def test_collectives_are_read_from_every_spelling_of_replica_groups() -> None:

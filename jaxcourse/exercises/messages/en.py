@@ -145,7 +145,7 @@ TEXTS: dict[str, str] = {
     "yes": "yes",
     "no": "NO",
     "collective_sends": "each device sends about {sent} bytes ({blocks:g} blocks, "
-    "ring algorithm)",
+    "one-way ring)",
     "collective_device": "device {d}: {before} -> {after}",
     "collective_more": ", ... ({n} entries)",
     "collective_text": "Collective explorer: choose a collective, the number of "

@@ -125,7 +125,7 @@ TEXTS: dict[str, str] = {
     "collective_matches": "与集体运算的 NumPy 模型一致：{answer}",
     "yes": "是",
     "no": "否",
-    "collective_sends": "每台设备约送出 {sent} 字节（{blocks:g} 块，环状算法）",
+    "collective_sends": "每台设备约送出 {sent} 字节（{blocks:g} 块，单向环）",
     "collective_device": "设备 {d}：{before} -> {after}",
     "collective_more": "，…（共 {n} 个）",
     "collective_text": "集体运算探索器：选择集体运算、设备数与每台设备的元素数；"

@@ -123,7 +123,7 @@ TEXTS: dict[str, str] = {
     "collective_matches": "與集體運算的 NumPy 模型一致：{answer}",
     "yes": "是",
     "no": "否",
-    "collective_sends": "每臺裝置約送出 {sent} 位元組（{blocks:g} 塊，環狀演算法）",
+    "collective_sends": "每臺裝置約送出 {sent} 位元組（{blocks:g} 塊，單向環）",
     "collective_device": "裝置 {d}：{before} -> {after}",
     "collective_more": "，…（共 {n} 個）",
     "collective_text": "集體運算探索器：選擇集體運算、裝置數與每臺裝置的元素數；"
