@@ -253,12 +253,14 @@ def _draw_column(ax: Any, x: float, values: np.ndarray, origin: np.ndarray,
 
 
 def draw_collective(name: str, blocks: np.ndarray, shift: int = 1,
-                    title: str | None = None) -> Any:
+                    title: str | None = None, language: str = "en") -> Any:
     """Draw what every device holds before and after collective ``name``.
 
     Each device is a column of cells, one per entry of its block, coloured by
     the device the entry came from (grey: a sum over every device). Numbers
-    are written in the cells while they fit.
+    are written in the cells while they fit. The labels and the title are in
+    ``language`` (``"en"``, ``"zh-Hant"`` or ``"zh-Hans"``; the Chinese ones
+    switch matplotlib to a CJK font, :func:`jaxcourse.plotting.use_cjk_font`).
 
     Returns
     -------
@@ -267,42 +269,45 @@ def draw_collective(name: str, blocks: np.ndarray, shift: int = 1,
     """
     import matplotlib.pyplot as plt
 
+    from jaxcourse.exercises.messages import message
+
     blocks = _check_blocks(blocks)
     n, length = blocks.shape
     after, origin = simulate(name, blocks, shift)
+    if language != "en":
+        from jaxcourse.plotting import use_cjk_font
+
+        use_cjk_font(script="SC" if language == "zh-Hans" else "TC")
     before_origin = np.repeat(np.arange(n)[:, None], length, axis=1)
     tallest = max(length, after.shape[1])
     height = 1.2 + 0.22 * tallest
     fig, axes = plt.subplots(1, 2, figsize=(2.2 + 0.75 * n, height),
                              sharey=True)
-    for ax, data, source, label in ((axes[0], blocks, before_origin, "before"),
-                                    (axes[1], after, origin, "after")):
+    for ax, data, source, label in (
+            (axes[0], blocks, before_origin, message("draw_before", language)),
+            (axes[1], after, origin, message("draw_after", language))):
         for d in range(n):
             _draw_column(ax, d, data[d], source[d], numbers=tallest <= 16)
         ax.set_xlim(-0.6, n - 0.4)
         ax.set_ylim(-tallest - 0.2, 0.2)
         ax.set_xticks(range(n), [str(d) for d in range(n)])
-        ax.set_xlabel("device")
+        ax.set_xlabel(message("draw_device", language))
         ax.set_yticks([])
         ax.set_title(label)
         for side in ("left", "right", "top"):
             ax.spines[side].set_visible(False)
-    fig.suptitle(title or _title(name, shift))
+    fig.suptitle(title or _title(name, shift, language))
     fig.tight_layout()
     return fig
 
 
-def _title(name: str, shift: int) -> str:
+def _title(name: str, shift: int, language: str = "en") -> str:
+    from jaxcourse.exercises.messages import message
+
     if name == "ppermute":
-        sign = "+" if shift >= 0 else "-"
-        return (f"ppermute: every device d sends its block to device "
-                f"d {sign} {abs(shift)} (mod n)")
-    return {
-        "psum": "psum: every device gets the sum of all blocks",
-        "all_gather": "all_gather (tiled): every device gets all blocks, in order",
-        "psum_scatter": "psum_scatter (tiled): device d gets piece d of the sum",
-        "all_to_all": "all_to_all (tiled): device d gets piece d of every block",
-    }[name]
+        return message("draw_title_ppermute", language,
+                       sign="+" if shift >= 0 else "-", shift=abs(shift))
+    return message(f"draw_title_{name}", language)
 
 
 def draw_steps(rows: list[tuple[str, list[tuple[str, str, np.ndarray]]]],

@@ -158,7 +158,8 @@ class CollectiveExplorer(Explorer):
             self.figure = None
         self.summary_text = describe(name, n, length, self.language)
         if not problem(name, n, length):
-            self.figure = draw_collective(name, example_blocks(n, length))
+            self.figure = draw_collective(name, example_blocks(n, length),
+                                          language=self.language)
         show_figure(self.drawing, self.figure)
         if self.figure is not None:
             # Kept as PNG bytes in the widget; closed so a notebook shows it once.

@@ -211,6 +211,16 @@ TEXTS: dict[str, str] = {
     "grading_score": "Score: {total:g} of {count}",
     "grading_exercise": "{id}: {score:.0%}",
     # The layout explorer (chapter 6).
+    "draw_before": "before",
+    "draw_after": "after",
+    "draw_device": "device",
+    "draw_title_psum": "psum: every device gets the sum of all blocks",
+    "draw_title_all_gather": "all_gather (tiled): every device gets all blocks, "
+                             "in order",
+    "draw_title_psum_scatter": "psum_scatter (tiled): device d gets piece d of the sum",
+    "draw_title_all_to_all": "all_to_all (tiled): device d gets piece d of every block",
+    "draw_title_ppermute": "ppermute: every device d sends its block to device "
+                           "d {sign} {shift} (mod n)",
     "layout_width": "width d",
     "layout_layers": "blocks",
     "layout_batch": "global batch",

@@ -183,6 +183,17 @@ TEXTS: dict[str, str] = {
     "grading_score": "分数：{total:g} / {count}",
     "grading_exercise": "{id}：{score:.0%}",
     # 布局探索器（第 6 章）。
+    "draw_before": "之前",
+    "draw_after": "之后",
+    "draw_device": "设备",
+    "draw_title_psum": "psum：每台设备都得到所有区块的和",
+    "draw_title_all_gather": "all_gather（tiled）：每台设备依序得到所有区块",
+    "draw_title_psum_scatter": "psum_scatter（tiled）：设备 d 得到和的第"
+                              " d 片",
+    "draw_title_all_to_all": "all_to_all（tiled）：设备 d 得到每个区块的"
+                            "第 d 片",
+    "draw_title_ppermute": "ppermute：每台设备 d 把自己的区块送给设备 d {"
+                          "sign} {shift}（mod n）",
     "layout_width": "宽度 d",
     "layout_layers": "区块数",
     "layout_batch": "全局批次",

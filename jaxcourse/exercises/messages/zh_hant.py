@@ -181,6 +181,15 @@ TEXTS: dict[str, str] = {
     "grading_score": "分數：{total:g} / {count}",
     "grading_exercise": "{id}：{score:.0%}",
     # 佈局探索器（第 6 章）。
+    "draw_before": "之前",
+    "draw_after": "之後",
+    "draw_device": "裝置",
+    "draw_title_psum": "psum：每臺裝置都得到所有區塊的和",
+    "draw_title_all_gather": "all_gather（tiled）：每臺裝置依序得到所有區塊",
+    "draw_title_psum_scatter": "psum_scatter（tiled）：裝置 d 得到和的第 d 片",
+    "draw_title_all_to_all": "all_to_all（tiled）：裝置 d 得到每個區塊的第 d 片",
+    "draw_title_ppermute": "ppermute：每臺裝置 d 把自己的區塊送給裝置 "
+                           "d {sign} {shift}（mod n）",
     "layout_width": "寬度 d",
     "layout_layers": "區塊數",
     "layout_batch": "全域批次",
