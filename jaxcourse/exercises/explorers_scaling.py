@@ -8,7 +8,7 @@ memory, the bytes each device sends per step, and the roofline's step time.
 The numbers come from the chapter's formulas (:mod:`jaxcourse.scaling`).
 For models of up to :data:`COMPILE_LAYERS` blocks, when the kernel has the 8
 simulated devices, the explorer also compiles the step from shapes alone
-(:func:`jaxcourse.scaling.compile_from_shapes`, under a second) and shows
+(:func:`jaxcourse.scaling.compile_from_shapes`, a few seconds at most) and shows
 the compiled program's memory and collectives beside the formulas; it says
 which rows come from where, and why it did not compile when it did not. The
 work is done by :func:`layout_report`, a plain function; the widget only
