@@ -5,7 +5,8 @@ export JAX_COURSE_VENV := $(VENV)
 # Quiet TensorFlow's C++ start-up logs; errors still show.
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: setup self data test test-fast lint light book lab exercises bench clean
+.PHONY: setup self data test test-fast lint light book lab exercises bench clean \
+	cluster cluster-stop
 
 setup:  ## create the environment, install everything, provision the data
 	bash scripts/setup.sh
@@ -35,6 +36,15 @@ test: self lint light  ## the full suite: lint, the Colab job, unit tests, nbval
 # --forbid-processes fails anything that starts one): the edit-and-retest loop.
 test-fast: self  ## unit and contract tests in this process only (no notebook, no process)
 	$(PY) -m pytest -m "not slow" --forbid-processes
+
+# The course's own Slurm cluster (~/.jax-course/slurm): chapter 7's Slurm
+# section and `grading --slurm` run on it. The tests start it themselves when
+# they need it, and stop it afterwards if they started it.
+cluster: self  ## start the course's single-machine Slurm cluster (installs Slurm if missing)
+	bash scripts/cluster.sh start
+
+cluster-stop:  ## stop the course's Slurm cluster (only the daemons it started)
+	bash scripts/cluster.sh stop
 
 book: self  ## build the HTML book from the stored outputs
 	bash scripts/fetch_widget_js.sh

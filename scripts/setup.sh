@@ -8,7 +8,11 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${JAX_COURSE_VENV:-$HOME/.jax-course/venv}"
 NBGRADER_VENV="${JAX_COURSE_NBGRADER_VENV:-$HOME/.jax-course/venv-nbgrader}"
-APT_PACKAGES=(dataset-fashion-mnist openmpi-bin fonts-noto-cjk chromium chromium-driver)
+# slurmctld, slurmd, slurm-client and munge: the course's own Slurm cluster
+# (make cluster; chapter 7 and grading --slurm). Installing them does not
+# start a system-wide Slurm that the course uses: it runs its own daemons.
+APT_PACKAGES=(dataset-fashion-mnist openmpi-bin fonts-noto-cjk chromium chromium-driver
+              slurmctld slurmd slurm-client munge)
 
 # shellcheck source=scripts/pins.sh
 source "$here/scripts/pins.sh"

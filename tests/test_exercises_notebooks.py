@@ -280,7 +280,7 @@ def test_grading_a_folder(tmp_path: Path, capsys) -> None:
         # Its check cells for relu and accuracy are not run: they only show
         # a panel, and change nothing the checks observe.
         "it ran out of memory (limit 3000 MB) in cells 2; "
-        "cells that raised: 2 (MemoryError); "
+        "code cell 2 raised MemoryError; "
         "no function named `relu` was found; "
         "no function named `accuracy` was found"
     )

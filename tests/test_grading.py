@@ -12,7 +12,10 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
+from slurm_cluster import slurm_cluster  # noqa: F401  (a fixture)
 
+from jaxcourse import slurm
+from jaxcourse.data.store import sha256_file
 from jaxcourse.exercises import grading
 from jaxcourse.exercises.sandbox import plan_cells, skippable
 
@@ -226,6 +229,86 @@ class TestGradingAClass:
         assert [r.to_dict() for r in rows if r.submission != "c_untouched"] == [
             r.to_dict() for r in graded["rows"] if r.submission != "c_untouched"]
         assert _sleepers() == []
+
+
+@pytest.fixture(scope="module")
+def slurm_graded(graded, slurm_cluster, tmp_path_factory) -> dict:  # noqa: F811
+    """The same class, graded as a Slurm job array on the course's cluster."""
+    base = tmp_path_factory.mktemp("slurm-class")
+    submissions = base / "submissions"
+    submissions.mkdir()
+    folders = graded["folders"]
+    _class(submissions, folders[0].parent)
+    started = time.perf_counter()
+    # Four tasks of four submissions, two at a time: like jobs=2 locally.
+    rows = grading.grade([submissions], chapter=CHAPTER, exercises=IDS,
+                         timeout=45, case_time_limit=10, memory_mb=3000,
+                         out_dir=base / "out", course=folders, slurm=True,
+                         slurm_chunk=4, slurm_parallel=2)
+    seconds = time.perf_counter() - started
+    queue = slurm._run(["squeue", "-h", "-o", "%i"]).stdout.split()
+    task = "jaxcourse.exercises.grading_slurm"
+    tasks = [p.pid for p in psutil.process_iter(["cmdline"])
+             if task in " ".join(p.info["cmdline"] or [])]
+    return {"rows": rows, "out": base / "out", "seconds": seconds,
+            "leftover": _sleepers() + tasks, "queue": queue,
+            "folders": folders, "submissions": submissions}
+
+
+def _same(row) -> tuple:
+    # Not the SHA-256: each class is written anew, with fresh cell ids.
+    return row.submission, row.status, row.scores, row.reason, row.feedback
+
+
+@pytest.mark.slow
+class TestGradingOnSlurm:
+    """``--slurm``: the class as a job array gives the local grader's rows."""
+
+    def test_the_rows_equal_the_local_graders(self, graded, slurm_graded) -> None:
+        print(f"\nlocal, jobs=2: {graded['seconds']:.0f} s\n"
+              f"{grading.summary_text(graded['rows'])}\n"
+              f"Slurm job array: {slurm_graded['seconds']:.0f} s\n"
+              f"{grading.summary_text(slurm_graded['rows'])}")
+        assert [_same(r) for r in slurm_graded["rows"]] == [
+            _same(r) for r in graded["rows"]]
+        lines = (slurm_graded["out"] / "rows.jsonl").read_text().splitlines()
+        assert len(lines) == 16
+        for row in slurm_graded["rows"]:
+            notebook = slurm_graded["submissions"] / f"{row.submission}.ipynb"
+            assert row.sha256 == sha256_file(notebook)
+
+    def test_nothing_is_left_running(self, graded, slurm_graded) -> None:
+        assert slurm_graded["leftover"] == []
+        assert slurm_graded["queue"] == []
+        # The shell's edit of the course was found and undone here too.
+        assert _fingerprint(slurm_graded["folders"]) == graded["before"]
+
+    def test_a_rerun_submits_nothing(self, slurm_graded) -> None:
+        before = sorted((slurm_graded["out"] / "slurm").iterdir())
+        rows = grading.grade([slurm_graded["submissions"]], chapter=CHAPTER,
+                             exercises=IDS, timeout=45, case_time_limit=10,
+                             memory_mb=3000, out_dir=slurm_graded["out"],
+                             course=slurm_graded["folders"], slurm=True)
+        assert sorted((slurm_graded["out"] / "slurm").iterdir()) == before
+        assert [_same(r) for r in rows] == [_same(r) for r in slurm_graded["rows"]]
+
+
+def test_the_table_lines_up_under_long_names() -> None:
+    rows = [grading.SubmissionResult("alice", {"bayes.batched_log_joint": 1.0,
+                                               "bayes.vmapped_log_joint": 0.5},
+                                     "graded", "code cell 3 raised SyntaxError"),
+            grading.SubmissionResult("bob", {"bayes.batched_log_joint": 0.0,
+                                             "bayes.vmapped_log_joint": 0.0},
+                                     "crashed")]
+    assert grading.summary_text(rows).splitlines() == [
+        "exercises: bayes.<name>",
+        "submission  batched_log_joint  vmapped_log_joint   total  status",
+        "alice                    1.00               0.50    1.50  graded",
+        "bob                      0.00               0.00    0.00  crashed",
+        "",
+        "reasons:",
+        "  alice: code cell 3 raised SyntaxError",
+    ]
 
 
 def test_cells_that_cannot_change_the_functions_are_skipped() -> None:

@@ -32,7 +32,6 @@ import argparse
 import concurrent.futures
 import contextlib
 import csv
-import hashlib
 import json
 import os
 import sys
@@ -42,7 +41,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from jaxcourse import CourseError
 from jaxcourse.course import topic as course_topic
+from jaxcourse.data.store import sha256_file
 from jaxcourse.processes import become_subreaper
 
 from .judging import judge, reference_observations
@@ -137,12 +138,14 @@ def _judge_report(
                                  name=exercise.function_name))
     cells = report.get("cell_errors", [])
     if isinstance(cells, list) and cells:
-        listed = ", ".join(
-            f"{c.get('cell')} ({c.get('error')})"
+        language = get(ids[0]).language if ids else "en"
+        # "code cell 3 raised SyntaxError": the cell's number, not a count.
+        listed = "; ".join(
+            message("grading_cell_error", language, cell=c.get("cell"),
+                    error=c.get("error"))
             for c in cells[:5] if isinstance(c, dict)
         )
-        language = get(ids[0]).language if ids else "en"
-        notes.insert(0, message("grading_cell_errors", language, cells=listed))
+        notes.insert(0, listed)
     return scores, feedback, "; ".join(notes)
 
 
@@ -205,10 +208,6 @@ def _infer_chapter(paths: Sequence[Path]) -> str:
     return found.pop()
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _load_rows(rows_file: Path, ids: list[str]) -> dict[str, SubmissionResult]:
     """Rows from an earlier run for the same exercises; a torn last line is skipped."""
     done: dict[str, SubmissionResult] = {}
@@ -250,6 +249,11 @@ def grade(
     out_dir: str | os.PathLike[str] | None = None,
     force: bool = False,
     course: Sequence[str | os.PathLike[str]] | None = None,
+    slurm: bool = False,
+    slurm_chunk: int = 1,
+    slurm_parallel: int | None = None,
+    partition: str | None = None,
+    slurm_options: Sequence[str] = (),
 ) -> list[SubmissionResult]:
     """Grade notebooks, ``jobs`` at a time; return one row per submission.
 
@@ -280,6 +284,18 @@ def grade(
     course : sequence of path-like, optional
         The folders of course code that submissions must not change and get
         a read-only copy of (default: ``jaxcourse`` and ``solutions``).
+    slurm : bool
+        Grade as a Slurm job array (:mod:`jaxcourse.exercises.grading_slurm`)
+        instead of ``jobs`` local processes; needs ``out_dir``, on storage
+        the nodes share. The rows are the same.
+    slurm_chunk : int
+        Submissions per array task.
+    slurm_parallel : int, optional
+        At most this many array tasks at once.
+    partition : str, optional
+        The Slurm partition (default: the cluster's default).
+    slurm_options : sequence of str
+        More ``sbatch`` options, such as ``--account=...``.
 
     Returns
     -------
@@ -320,7 +336,16 @@ def grade(
         rows_file = Path(out_dir) / _ROWS
         if not force:
             done = _load_rows(rows_file, ids)
-    digests = {name: _sha256(path) for name, path in zip(names, paths, strict=True)}
+            if slurm:
+                from .grading_slurm import earlier_rows
+
+                # Rows that the tasks of an interrupted --slurm run finished.
+                for name, row in earlier_rows(Path(out_dir), ids).items():
+                    if name not in done or done[name].sha256 != row["sha256"]:
+                        done[name] = SubmissionResult.from_dict(row)
+                        _append_row(rows_file, done[name])
+    digests = {name: sha256_file(path)
+               for name, path in zip(names, paths, strict=True)}
     results: dict[str, SubmissionResult] = {}
     todo = []
     for name, path in zip(names, paths, strict=True):
@@ -328,7 +353,14 @@ def grade(
             results[name] = done[name]
         else:
             todo.append((name, path))
-    if todo:
+    if todo and slurm:
+        if rows_file is None:
+            raise ValueError("grading on Slurm needs out_dir, on storage the "
+                             "nodes share")
+        _grade_on_slurm(todo, digests, results, rows_file, ids, language, timeout,
+                        memory_mb, case_time_limit, folders, course, slurm_chunk,
+                        slurm_parallel, partition, slurm_options)
+    elif todo:
         # While submissions run, their orphans (double forks, nohup) become our
         # children, not init's, so that they remain in reach. Only then: a
         # caller's own orphans (a browser's helpers, say) are not ours to keep.
@@ -339,6 +371,32 @@ def grade(
         finally:
             become_subreaper(False)
     return [results[name] for name in names]
+
+
+def _grade_on_slurm(todo, digests, results, rows_file, ids, language, timeout,
+                    memory_mb, case_limit, folders, course, chunk, parallel,
+                    partition, options) -> None:
+    from .grading_slurm import grade_on_slurm
+
+    def finish(name: str, row: SubmissionResult) -> None:
+        results[name] = row
+        _append_row(rows_file, row)
+
+    numbers = {name: n for n, (name, _) in enumerate(todo)}
+    pending = []
+    for name, path in todo:
+        reason = unreadable_reason(path, language)
+        if reason is None:
+            pending.append((name, path))
+        else:
+            finish(name, SubmissionResult(name, dict.fromkeys(ids, 0.0), "unreadable",
+                                          reason, sha256=digests[name]))
+    if pending:
+        grade_on_slurm(pending, numbers, digests, ids=ids, language=language,
+                       timeout=timeout, memory_mb=memory_mb, case_limit=case_limit,
+                       private=folders, course=course, out_dir=rows_file.parent,
+                       chunk=chunk, parallel=parallel, partition=partition,
+                       options=options, finish=finish)
 
 
 def _grade_all(todo, digests, results, rows_file, ids, language, jobs, timeout,
@@ -495,15 +553,28 @@ def write_feedback(rows: Sequence[SubmissionResult],
 
 
 def summary_text(rows: Sequence[SubmissionResult]) -> str:
-    """Return a plain-text table of the scores, then the reasons."""
+    """Return a plain-text table of the scores, then the reasons.
+
+    Every column is as wide as its heading, so scores stay under long
+    exercise names; a topic prefix that every id shares (``bayes.``) is
+    said once above the table instead of in every heading.
+    """
     if not rows:
         return "no submissions"
     ids = list(rows[0].scores)
+    topics = {i.split(".", 1)[0] for i in ids}
+    one_topic = len(topics) == 1 and all("." in i for i in ids)
+    shared = f"{topics.pop()}." if one_topic else ""
+    heads = [i[len(shared):] for i in ids]
+    widths = [max(6, len(h)) for h in heads]
     width = max(10, *(len(r.submission) for r in rows))
-    head = f"{'submission':<{width}}  " + "  ".join(f"{i:>12}" for i in ids)
-    lines = [head + f"  {'total':>6}  status"]
+    lines = [f"exercises: {shared}<name>"] if shared else []
+    lines.append(f"{'submission':<{width}}  "
+                 + "  ".join(f"{h:>{w}}" for h, w in zip(heads, widths, strict=True))
+                 + f"  {'total':>6}  status")
     for row in rows:
-        cells = "  ".join(f"{row.scores[i]:>12.2f}" for i in ids)
+        cells = "  ".join(f"{row.scores[i]:>{w}.2f}"
+                          for i, w in zip(ids, widths, strict=True))
         lines.append(f"{row.submission:<{width}}  {cells}  {row.total:>6.2f}  "
                      f"{row.status}")
     reasons = [f"  {r.submission}: {r.reason}" for r in rows if r.reason]
@@ -537,11 +608,31 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds per test (default: each exercise's own)")
     parser.add_argument("--memory-mb", type=int, default=4096,
                         help="memory limit per submission, 0 for none")
+    group = parser.add_argument_group(
+        "Slurm", "grade as a job array on a Slurm cluster (--out on shared storage)")
+    group.add_argument("--slurm", action="store_true",
+                       help="submit the class with sbatch instead of grading here")
+    group.add_argument("--chunk", type=int, default=1,
+                       help="submissions per array task (default 1)")
+    group.add_argument("--parallel", type=int, default=None,
+                       help="at most this many array tasks at once")
+    group.add_argument("--partition", help="the partition (default: the cluster's)")
+    group.add_argument("--sbatch-option", action="append", default=[],
+                       metavar="OPTION",
+                       help="another sbatch option, such as "
+                            "--sbatch-option=--account=cs101")
     args = parser.parse_args(argv)
-    rows = grade(args.submissions, chapter=args.chapter, exercises=args.exercises,
-                 timeout=args.timeout, case_time_limit=args.case_time_limit,
-                 memory_mb=args.memory_mb, jobs=args.jobs, out_dir=args.out,
-                 force=args.force)
+    try:
+        rows = grade(args.submissions, chapter=args.chapter,
+                     exercises=args.exercises, timeout=args.timeout,
+                     case_time_limit=args.case_time_limit,
+                     memory_mb=args.memory_mb, jobs=args.jobs, out_dir=args.out,
+                     force=args.force, slurm=args.slurm, slurm_chunk=args.chunk,
+                     slurm_parallel=args.parallel, partition=args.partition,
+                     slurm_options=args.sbatch_option)
+    except CourseError as err:  # no Slurm here, sbatch refused, a job timed out
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     csv_path, json_path = write_tables(rows, args.out)
     write_feedback(rows, args.out)
     print_summary(rows)

@@ -20,6 +20,7 @@ from typing import IO
 __all__ = [
     "GlooFilter",
     "MpiLines",
+    "SrunLines",
     "mpi_failure_message",
     "rank_failure_message",
     "read_lines",
@@ -63,8 +64,11 @@ class MpiLines:
     def __init__(self) -> None:
         self.partial: dict[tuple[int, str], str] = {}
 
-    def feed(self, line: str) -> list[tuple[int, str, str]]:
-        """Return the ``(rank, stream, line)`` that ``line`` completes."""
+    def feed(self, line: str, stream: str = "stdout") -> list[tuple[int, str, str]]:
+        """Return the ``(rank, stream, line)`` that ``line`` completes.
+
+        ``stream`` (the pipe it came from) is not needed: the tags name it.
+        """
         tags = list(_MPI_TAG.finditer(line))
         first = tags[0].start() if tags else len(line)
         done = []
@@ -83,6 +87,28 @@ class MpiLines:
         done = [(*key, text) for key, text in sorted(self.partial.items())]
         self.partial.clear()
         return done
+
+
+class SrunLines:
+    """Split ``srun --label`` output by task: ``"2: text"`` is rank 2's line.
+
+    Unlike mpirun, srun relays whole lines, each on the stream (stdout or
+    stderr) the task wrote it to. A line without a label is srun's own and is
+    shown as rank 0's.
+    """
+
+    _LABEL = re.compile(r"^\s*(\d+): ?(.*)$")
+
+    def feed(self, line: str, stream: str = "stdout") -> list[tuple[int, str, str]]:
+        """Return the ``(rank, stream, line)`` that ``line`` holds."""
+        hit = self._LABEL.match(line)
+        if hit is None:
+            return [(0, "stderr", line)]
+        return [(int(hit[1]), stream, hit[2])]
+
+    def flush(self) -> list[tuple[int, str, str]]:
+        """Nothing is left over: srun relays whole lines."""
+        return []
 
 
 class GlooFilter:

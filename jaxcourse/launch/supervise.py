@@ -29,6 +29,7 @@ import psutil
 from jaxcourse.launch.output import (
     GlooFilter,
     MpiLines,
+    SrunLines,
     mpi_failure_message,
     rank_failure_message,
     read_lines,
@@ -55,6 +56,7 @@ def supervise(
     check: bool,
     grace: float,
     mpi_ranks: int | None,
+    lines: MpiLines | SrunLines | None = None,
 ) -> LaunchResult:
     """Start ``jobs``, stream their output, and end them all on any failure.
 
@@ -67,8 +69,12 @@ def supervise(
     timeout, cwd, echo, check, grace
         As for :func:`jaxcourse.launch.launch`.
     mpi_ranks : int or None
-        The rank count when the single job is ``mpirun``, whose one output
-        stream carries every rank's lines, tagged; ``None`` for one job a rank.
+        The rank count when the single job is ``mpirun`` (or ``srun``), whose
+        one output stream carries every rank's lines, tagged; ``None`` for one
+        job a rank.
+    lines : MpiLines or SrunLines, optional
+        What splits that stream by rank: mpirun's tags by default, or srun's
+        labels.
 
     Returns
     -------
@@ -84,7 +90,7 @@ def supervise(
     n_streams = mpi_ranks or len(jobs)
     out_lines: list[list[str]] = [[] for _ in range(n_streams)]
     err_lines: list[list[str]] = [[] for _ in range(n_streams)]
-    lines: queue.Queue = queue.Queue()
+    queued: queue.Queue = queue.Queue()
     procs: list[subprocess.Popen] = []
     readers: list[threading.Thread] = []
     reading: dict[int, threading.Thread] = {}  # id of each pipe: its reader
@@ -101,14 +107,14 @@ def supervise(
         for stream in ("stdout", "stderr")
     }
 
-    mpi_lines = MpiLines()
+    mpi_lines = lines if lines is not None else MpiLines()
     exits: list[int] = []  # indices of the processes, in the order they ended
 
     def take(rank: int, stream: str, line: str) -> None:
         if mpi_ranks is None:
             keep(rank, stream, line)
         else:
-            for rank_line in mpi_lines.feed(line):
+            for rank_line in mpi_lines.feed(line, stream):
                 keep(*rank_line)
 
     def flush_mpi() -> None:
@@ -127,11 +133,11 @@ def supervise(
 
     def drain(wait: float) -> None:
         with contextlib.suppress(queue.Empty):
-            item = lines.get(timeout=wait)
+            item = queued.get(timeout=wait)
             while True:
                 if item is not None:
                     take(*item)
-                item = lines.get_nowait()
+                item = queued.get_nowait()
 
     # Every process of this launch, and all they start, carry this tag.
     tag = new_tag()
@@ -151,13 +157,13 @@ def supervise(
             result.pids.append(proc.pid)
             for stream, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
                 reader = threading.Thread(
-                    target=read_lines, args=(pipe, index, stream, lines), daemon=True
+                    target=read_lines, args=(pipe, index, stream, queued), daemon=True
                 )
                 reader.start()
                 readers.append(reader)
                 reading[id(pipe)] = reader
             threading.Thread(
-                target=_wait_for, args=(proc, index, exits, lines), daemon=True
+                target=_wait_for, args=(proc, index, exits, queued), daemon=True
             ).start()
         polls = 0
         while True:

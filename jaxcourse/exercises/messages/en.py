@@ -77,7 +77,7 @@ TEXTS: dict[str, str] = {
     "grading_timeout": "the notebook ran past the {seconds:g} s time limit",
     "grading_crash": "the notebook process died ({how})",
     "grading_unreadable": "its results could not be read ({why})",
-    "grading_cell_errors": "cells that raised: {cells}",
+    "grading_cell_error": "code cell {cell} raised {error}",
     # Every display (the check panel and the explorers).
     "kernel_gone": "The kernel restarted: run the cells above again.",
     "explorer": "explorer",
@@ -211,6 +211,13 @@ TEXTS: dict[str, str] = {
     "grading_score": "Score: {total:g} of {count}",
     "grading_exercise": "{id}: {score:.0%}",
     # The layout explorer (chapter 6).
+    "traceback_frames_1": "1 frame inside JAX and other libraries",
+    "traceback_frames_n": "{n} frames inside JAX and other libraries",
+    "traceback_chain_1": "1 earlier exception raised inside them",
+    "traceback_chain_n": "{n} earlier exceptions raised inside them",
+    "traceback_and": " and ",
+    "traceback_hidden": "[{parts} hidden; jaxcourse.tracebacks.full_tracebacks() "
+                        "shows them]",
     "draw_before": "before",
     "draw_after": "after",
     "draw_device": "device",

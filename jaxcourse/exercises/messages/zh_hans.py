@@ -69,7 +69,7 @@ TEXTS: dict[str, str] = {
     "grading_timeout": "笔记本运行超过 {seconds:g} 秒的时间限制",
     "grading_crash": "笔记本的进程终止了（{how}）",
     "grading_unreadable": "无法读取结果（{why}）",
-    "grading_cell_errors": "出错的单元格：{cells}",
+    "grading_cell_error": "第 {cell} 个代码单元格引发了 {error}",
     "kernel_gone": "内核（kernel）已重新启动：请重新运行上面的单元格。",
     "explorer": "探索器",
     "clear": "清除",
@@ -183,6 +183,13 @@ TEXTS: dict[str, str] = {
     "grading_score": "分数：{total:g} / {count}",
     "grading_exercise": "{id}：{score:.0%}",
     # 布局探索器（第 6 章）。
+    "traceback_frames_1": "JAX 等函数库内部的 1 层调用",
+    "traceback_frames_n": "JAX 等函数库内部的 {n} 层调用",
+    "traceback_chain_1": "在它们内部先引发的 1 个异常",
+    "traceback_chain_n": "在它们内部先引发的 {n} 个异常",
+    "traceback_and": "，以及",
+    "traceback_hidden": "［已略去{parts}；jaxcourse.tracebac"
+                       "ks.full_tracebacks() 会全部显示］",
     "draw_before": "之前",
     "draw_after": "之后",
     "draw_device": "设备",

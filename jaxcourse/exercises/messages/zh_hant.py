@@ -67,7 +67,7 @@ TEXTS: dict[str, str] = {
     "grading_timeout": "筆記本執行超過 {seconds:g} 秒的時間限制",
     "grading_crash": "筆記本的行程終止了（{how}）",
     "grading_unreadable": "無法讀取結果（{why}）",
-    "grading_cell_errors": "出錯的儲存格：{cells}",
+    "grading_cell_error": "第 {cell} 個程式碼儲存格引發了 {error}",
     "kernel_gone": "核心（kernel）已重新啟動：請重新執行上面的儲存格。",
     "explorer": "探索器",
     "clear": "清除",
@@ -181,6 +181,13 @@ TEXTS: dict[str, str] = {
     "grading_score": "分數：{total:g} / {count}",
     "grading_exercise": "{id}：{score:.0%}",
     # 佈局探索器（第 6 章）。
+    "traceback_frames_1": "JAX 等函式庫內部的 1 層呼叫",
+    "traceback_frames_n": "JAX 等函式庫內部的 {n} 層呼叫",
+    "traceback_chain_1": "在它們內部先引發的 1 個例外",
+    "traceback_chain_n": "在它們內部先引發的 {n} 個例外",
+    "traceback_and": "，以及",
+    "traceback_hidden": "［已略去{parts}；jaxcourse.tracebacks.full_tracebacks() "
+                        "會全部顯示］",
     "draw_before": "之前",
     "draw_after": "之後",
     "draw_device": "裝置",
