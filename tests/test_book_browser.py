@@ -262,3 +262,42 @@ def test_an_old_address_leads_to_its_new_page(browser: object, site: str,
     assert driver.current_url.endswith("#top")  # the fragment goes along
     _wait(driver, "return !!document.querySelector('main h1, article h1');",
           "the new page has no <h1>", new)
+
+
+# Each Chinese page, its language, and the CJK font variant a browser must draw it
+# with: under lang="en" Chromium picks Noto Sans CJK JP, whose glyphs differ.
+CHINESE_PAGES = {
+    "book/08_dp_zh": ("zh-Hant", "TC"),
+    "book/08_dp_zh_hans": ("zh-Hans", "SC"),
+    "book/glossary_zh": ("zh-Hant", "TC"),
+    "book/glossary_zh_hans": ("zh-Hans", "SC"),
+}
+_MARK_CHINESE = """
+const p = [...document.querySelectorAll('article p')]
+    .find(e => /[\\u4e00-\\u9fff]/.test(e.textContent));
+if (p) { p.id = 'jaxcourse-chinese-probe'; }
+return Boolean(p);
+"""
+
+
+@pytest.mark.parametrize("doc", sorted(CHINESE_PAGES))
+def test_chinese_pages_declare_their_language_and_get_its_glyphs(
+    browser: object, site: str, doc: str
+) -> None:
+    driver = browser
+    language, variant = CHINESE_PAGES[doc]
+    url = urllib.parse.urljoin(site, f"{doc}.html")
+    driver.get(url)
+    _wait(driver, "return document.readyState === 'complete';", "page not loaded", url)
+    assert driver.execute_script("return document.documentElement.lang;") == language
+    assert driver.execute_script(_MARK_CHINESE), f"{url}: no Chinese paragraph"
+    # The fonts Chromium really drew the paragraph with (not the CSS list).
+    driver.execute_cdp_cmd("DOM.enable", {})
+    driver.execute_cdp_cmd("CSS.enable", {})
+    root = driver.execute_cdp_cmd("DOM.getDocument", {})["root"]["nodeId"]
+    node = driver.execute_cdp_cmd(
+        "DOM.querySelector", {"nodeId": root, "selector": "#jaxcourse-chinese-probe"}
+    )["nodeId"]
+    fonts = driver.execute_cdp_cmd("CSS.getPlatformFontsForNode", {"nodeId": node})
+    cjk = [f["familyName"] for f in fonts["fonts"] if "CJK" in f["familyName"]]
+    assert cjk and all(name.endswith(variant) for name in cjk), (url, fonts["fonts"])
