@@ -87,3 +87,22 @@ def test_the_pytest_cache_exists_and_is_excluded(
     readme = REPO / ".pytest_cache" / "README.md"
     assert readme.is_file()
     assert _excluded()(".pytest_cache")
+
+
+def test_solution_and_exercise_pages_have_their_own_titles() -> None:
+    # Search results and the table of contents list both pages of a chapter:
+    # "Solutions 3: ..." (第 8 章解答) beside "Chapter 3 exercises: ..." (第 8 章練習).
+    import nbformat
+
+    from jaxcourse.course import topics
+
+    root = Path(__file__).resolve().parents[1]
+    titles = {}
+    for item in topics():
+        for path in (item.exercises, item.student):
+            cell = nbformat.read(root / path, as_version=4).cells[0]
+            titles[path] = cell.source.splitlines()[0]
+        solved, student = titles[item.exercises], titles[item.student]
+        assert solved != student, (item.key, solved)
+        assert solved.startswith("# Solutions ") or "章解答" in solved, solved
+    assert len(set(titles.values())) == len(titles), titles

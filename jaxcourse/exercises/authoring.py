@@ -336,6 +336,32 @@ def update_masters(source_dir: Path = MASTERS) -> list[Path]:
     return to_run
 
 
+#: A solution notebook's title and its student notebook's, so that the book's
+#: search and table of contents tell the two pages apart: "Solutions 3: ..."
+#: becomes "Chapter 3 exercises: ...", and "第 8 章解答" becomes "第 8 章練習"
+#: (练习 in the Simplified-Chinese edition).
+TITLES: tuple[tuple[re.Pattern, dict[str, str]], ...] = (
+    (re.compile(r"^# Solutions (\d+): "), {"en": r"# Chapter \1 exercises: "}),
+    (re.compile(r"^# 第 (\d+) 章解答"), {"zh-Hant": r"# 第 \1 章練習",
+                                      "zh-Hans": r"# 第 \1 章练习"}),
+)
+
+
+def student_title(source: str, language: str = "en") -> str:
+    """Return a master's first cell with its solutions title made the exercises'."""
+    for pattern, replacements in TITLES:
+        if pattern.match(source) and language in replacements:
+            return pattern.sub(replacements[language], source, count=1)
+    return source
+
+
+def _language(source_name: str) -> str:
+    for item in course.topics():
+        if Path(item.exercises).name == source_name:
+            return item.language
+    return "en"
+
+
 def student_notebook(
     master: nbformat.NotebookNode, source_name: str
 ) -> nbformat.NotebookNode:
@@ -361,11 +387,13 @@ def student_notebook(
     # nbgrader matches a submission's cells to the master's by their grade
     # ids, so a learner who got this copy rather than nbgrader's is graded
     # the same way.
-    for cell in with_nbgrader(master).cells:
+    for index, cell in enumerate(with_nbgrader(master).cells):
         tags = cell.get("metadata", {}).get("tags", [])
         if SOLUTION_ONLY_TAG in tags:
             continue
         source = strip_solutions(strip_hidden_tests(cell.source), cell.cell_type)
+        if index == 0 and cell.cell_type == "markdown":
+            source = student_title(source, _language(source_name))
         if cell.cell_type == "code":
             new = nbformat.v4.new_code_cell(source)
         elif cell.cell_type == "markdown":
