@@ -531,6 +531,9 @@ def export_nbgrader(
             cell.get("metadata", {}).pop("execution", None)
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
+        if nb.cells and nb.cells[0].cell_type == "markdown":
+            # nbgrader releases this source to learners: the exercises' title.
+            nb.cells[0].source = student_title(nb.cells[0].source, _language(path.name))
         nb.metadata.pop("widgets", None)
         target = dest / "source" / chapter / path.name
         target.parent.mkdir(parents=True, exist_ok=True)
