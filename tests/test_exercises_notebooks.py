@@ -177,6 +177,10 @@ def test_nbgrader_course_folder(tmp_path: Path, capsys) -> None:
     source = nbformat.read(course / "source" / "03_bayes" / MASTER_3.name,
                            as_version=4)
     master = nbformat.read(MASTER_3, as_version=4)
+    # The same cells, but titled as the exercises nbgrader releases to learners.
+    assert master.cells[0].source.startswith("# Solutions 3: ")
+    master.cells[0].source = authoring.student_title(master.cells[0].source)
+    assert source.cells[0].source.startswith("# Chapter 3 exercises: ")
     assert [(c.cell_type, c.source, c.metadata["nbgrader"]) for c in source.cells] \
         == [(c.cell_type, c.source, c.metadata["nbgrader"]) for c in master.cells]
     assert all(not c.outputs and c.execution_count is None
