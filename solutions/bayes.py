@@ -336,7 +336,6 @@ register(
         chapter=CHAPTER,
         reference=elbo_value_and_grad,
         compiled_calls=True,
-        time_limit=10.0,
         cases=[
             Case("the chapter's data, loc = log_scale = 0, 128 samples",
                  _chapter_elbo_inputs, dtype="kind", **_ELBO_TOL),
@@ -380,7 +379,6 @@ register(
         chapter=CHAPTER,
         reference=ascent_step,
         compiled_calls=True,
-        time_limit=20.0,  # the first call compiles the ELBO's gradient
         cases=[
             Case("chapter 3's data, beta_loc = beta_log_scale = 0, 128 samples, "
                  "step_size 0.01", _step_inputs(10, 128, 100, 0.01, chapter=True),

@@ -408,7 +408,6 @@ EXERCISES = register(
         chapter=CHAPTER,
         language="zh-Hant",
         reference=pmap_step,
-        time_limit=20.0,
         cases=[
             Case("pmap_step：[20, 16, 10] 的 MLP，8 臺裝置 × 每臺 4 筆，step_size 0.5",
                  _step_inputs([20, 16, 10], 4, 0.5), rtol=1e-4, atol=1e-6),
@@ -450,7 +449,6 @@ EXERCISES = register(
         chapter=CHAPTER,
         language="zh-Hant",
         reference=data_parallel_grads,
-        time_limit=20.0,
         cases=[
             Case("[20, 16, 10] 的 MLP，全域批次 32 筆（8 臺 × 4 筆）",
                  _grads_inputs([20, 16, 10], 32), rtol=1e-4, atol=1e-6,

@@ -11,7 +11,9 @@ process, ``sum_metrics`` once per simulated process with a stand-in
 collective matched by call order (:func:`simulate_processes`). ``run_epoch``
 and ``global_batch`` are checked in this process first, then for real, in 2
 launched processes (:func:`launch_run_epoch`, :func:`launch_global_batch`),
-where a hang is ended by the launcher's timeout and reported as a failed test.
+where a hang is cut short (a process left waiting by a partner that has
+finished, at once; any other, by the launcher's timeout) and reported as a
+failed test.
 """
 
 from __future__ import annotations
@@ -187,8 +189,17 @@ def _sum_locally(local_metrics, allreduce):
     return {name: local_metrics[name] for name in sorted(local_metrics)}
 
 
+#: The launched scenarios, (records of each process, batch size): the step
+#: counts (3 and 2, then 3 and 5) differ between the processes, so counting
+#: one's own batches hangs; every process can run 2 steps in the first and 3
+#: in the second, so no fixed count fits both; and in the second, dividing
+#: all the records evenly (26 / 2 / 3: 4 steps) asks process 0 for a batch it
+#: does not have.
+EPOCH_SCENARIOS = [[[12, 9], 4], [[9, 17], 3]]
+
+
 def _epoch_inputs(rng: np.random.Generator) -> tuple:
-    return ([[[12, 9], 4], [[6, 11], 3]],)
+    return (EPOCH_SCENARIOS,)
 
 
 def _epoch_first_batch_each_time(local_data, batch_size, step):
@@ -369,15 +380,17 @@ register(
         title="Fix the last-batch hang",
         chapter=CHAPTER,
         reference=run_epoch,
-        time_limit=60.0,
         cases=[
             Case("in one process, 10 records in batches of 4: two steps, on the "
                  "first 8 records", lambda rng: (10, 4), runner=in_one_process,
                  dtype="any"),
-            Case(f"launched in {LAUNCH_PROCESSES} processes: 12 and 9 records in "
-                 "batches of 4, then 6 and 11 in batches of 3 (each process's "
-                 "step results)", _epoch_inputs, runner=launch_run_epoch,
+            Case("in one process, 23 records in batches of 5: four steps, on the "
+                 "first 20 records", lambda rng: (23, 5), runner=in_one_process,
                  dtype="any"),
+            Case(f"launched in {LAUNCH_PROCESSES} processes: 12 and 9 records in "
+                 "batches of 4, then 9 and 17 in batches of 3 (each process's "
+                 "step results)", _epoch_inputs, runner=launch_run_epoch,
+                 dtype="any", endless="collective", time_limit=60.0),
         ],
         hints=[
             "The hanging version lets each process count its own full batches. "
@@ -405,7 +418,6 @@ register(
         title="One global batch from every process's rows",
         chapter=CHAPTER,
         reference=global_batch,
-        time_limit=60.0,
         cases=[
             _padding_case("in one process: 4 rows of length 7, padded to 10", 4, 7,
                           10, seed=5),
@@ -418,7 +430,7 @@ register(
                  "and 9, padded to 10; then 8 rows each, of lengths 5 and 3, padded "
                  "to 8 (in each process: the global shape, the sum under jit and "
                  "the gathered array)", _global_inputs, runner=launch_global_batch,
-                 dtype="any"),
+                 dtype="any", endless="collective", time_limit=60.0),
         ],
         hints=[
             "Two things must be the same in every process: the length of the "

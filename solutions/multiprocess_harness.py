@@ -13,8 +13,11 @@ these functions as their runners and extracts; it holds no exercise.
 - :func:`launch_run_epoch` and :func:`launch_global_batch` check for real:
   they write the learner's function into a worker script (:data:`WORKER`,
   :data:`GLOBAL_WORKER`) and start it in 2 processes with
-  :func:`jaxcourse.launch.launch`; a hang is ended by the launcher's timeout
-  and reported, with what each process did, as a failed test.
+  :func:`jaxcourse.launch.launch`. A process still running
+  :data:`PATIENCE` s after another finished waits in a collective for a
+  partner that has left: its watchdog ends it. Any other hang is ended by the
+  launcher's timeout, within the Check's own time limit. Either is reported,
+  with what each process did, as a failed test.
 - :func:`in_one_process` (with :func:`local_step`) and :func:`global_values`
   (on :func:`one_device_rows`) check the same answers in this one process
   first, where a mistake is cheap to name; :func:`not_relaunched` marks the
@@ -47,7 +50,15 @@ from jaxcourse import CourseError
 
 
 class ProcessesOutOfStepError(CourseError):
-    """The (simulated or launched) processes did not stay in step."""
+    """The (simulated or launched) processes did not stay in step.
+
+    ``result`` is the launch's :class:`jaxcourse.launch.LaunchResult` when
+    launched processes were ended early, else ``None``.
+    """
+
+    def __init__(self, message: str, result: Any = None) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 # ---- simulated processes -----------------------------------------------------
@@ -182,8 +193,16 @@ def simulate_processes(function: Callable, per_process: Sequence) -> tuple:
 # ---- a real launch -----------------------------------------------------------
 
 LAUNCH_PROCESSES = 2
+#: Seconds a launch may take at most; less when the Check's own time limit
+#: leaves less (:func:`jaxcourse.exercises.observe.time_left`).
 LAUNCH_TIMEOUT = 20.0
+#: Seconds a process may still run after another one has finished. Longer,
+#: and it is waiting in a collective for a partner that has left: the
+#: watchdog of every worker then ends it, so the learner hears why within
+#: seconds, not after the launch's time-out.
+PATIENCE = 3.0
 _RESULT = "RESULT-JSON:"
+_HUNG = "HUNG-AFTER-PARTNER-LEFT"
 _STEP = re.compile(r"^scenario (\d+): step (\d+) of process")
 
 #: The start of both worker scripts: the launch, a mesh of every device of
@@ -191,9 +210,37 @@ _STEP = re.compile(r"^scenario (\d+): step (\d+) of process")
 #: argv[2] with the names the exercise text lets it use.
 _WORKER_START = '''\
 import json
+import os
 import sys
+import threading
+import time
 
 from jaxcourse.launch import initialize_from_env
+
+FOLDER = os.path.dirname(os.path.abspath(__file__))
+PATIENCE = float(sys.argv[4])
+
+
+def finished_file(rank):
+    return os.path.join(FOLDER, f"finished-{rank}")
+
+
+def watch(rank, count):
+    # Still running PATIENCE s after another process finished: this one waits
+    # in a collective that no partner will ever join. Say so, and stop.
+    while not os.path.exists(finished_file(rank)):
+        time.sleep(0.1)
+        ended = [os.path.getmtime(finished_file(r)) for r in range(count)
+                 if r != rank and os.path.exists(finished_file(r))]
+        if ended and time.time() - min(ended) > PATIENCE:
+            print("HUNG-AFTER-PARTNER-LEFT", flush=True)
+            os._exit(3)
+
+
+def finish(results):
+    print("RESULT-JSON:" + json.dumps(results), flush=True)
+    open(finished_file(rank), "w").close()
+
 
 initialize_from_env()
 
@@ -214,6 +261,7 @@ namespace = {"jax": jax, "jnp": jnp, "np": np, "multihost_utils": multihost_util
 with open(sys.argv[2]) as f:
     exec(compile(f.read(), "<your function>", "exec"), namespace)
 function = namespace[sys.argv[3]]
+threading.Thread(target=watch, args=(rank, jax.process_count()), daemon=True).start()
 '''
 
 
@@ -254,7 +302,7 @@ for scenario, (sizes, batch_size) in enumerate(scenarios, start=1):
     local_data = 1000.0 * rank + np.arange(sizes[rank], dtype=np.float32)
     out = function(local_data, batch_size, make_step(scenario, batch_size))
     results.append([float(v) for v in out])
-print("RESULT-JSON:" + json.dumps(results), flush=True)
+finish(results)
 ''')
 
 
@@ -282,20 +330,62 @@ def _steps_called(lines: list[str]) -> dict[int, int]:
     return steps
 
 
-def _hang_message(result: Any) -> str:
+def _hung_ranks(result: Any) -> list[int]:
+    """Return the processes a worker's watchdog ended (left by a partner)."""
+    return [rank for rank in range(result.num_processes)
+            if any(line.strip() == _HUNG for line in result.lines(rank))]
+
+
+def _hung(result: Any) -> bool:
+    """Whether a worker's watchdog ended a process left waiting by a partner."""
+    return bool(_hung_ranks(result))
+
+
+def _hang_message(result: Any, seconds: float | None) -> str:
+    """Say in words what each process did when the launch hung.
+
+    ``seconds`` is the launch's time-out when it ran out, ``None`` when a
+    worker's watchdog ended a process that waited for a partner that had
+    left (:data:`PATIENCE`).
+    """
+    stepped = any(_steps_called(result.lines(r)) for r in range(result.num_processes))
     parts = []
     for rank in range(result.num_processes):
         lines = result.lines(rank)
         done = any(line.startswith(_RESULT) for line in lines)
         steps = _steps_called(lines)
-        where = f" in scenario {max(steps)}" if steps else ""
-        count = steps[max(steps)] if steps else 0
-        parts.append(f"process {rank} called step() {count} times{where}"
-                     + (" and finished" if done else " and was still waiting"))
-    return (f"the processes hung and were ended after {LAUNCH_TIMEOUT:g} s: "
-            + "; ".join(parts)
-            + " — every process must call step() (a collective) the same number "
-            "of times")
+        did = f"process {rank}"
+        if stepped:
+            where = f" in scenario {max(steps)}" if steps else ""
+            did += f" called step() {steps[max(steps)] if steps else 0} times{where}"
+            did += " and"
+        parts.append(did + (" finished" if done else " was still waiting"))
+    if seconds is None:
+        head = (f"a process waited in a collective for a partner that had already "
+                f"left, and was stopped after {PATIENCE:g} s: ")
+    else:
+        head = f"the processes hung and were ended after {seconds:g} s: "
+    rule = ("every process must call step() (a collective) the same number of "
+            "times") if stepped else ("every process must make the same "
+                                      "collectives, the same number of times")
+    return head + "; ".join(parts) + " — " + rule
+
+
+def _uneven_steps(result: Any, scenarios: int) -> str:
+    """Say in which scenario the processes ran different step counts ("" if none)."""
+    counts = [_steps_called(result.lines(rank)) for rank in range(LAUNCH_PROCESSES)]
+    for scenario in range(1, scenarios + 1):
+        calls = [c.get(scenario, 0) for c in counts]
+        if len(set(calls)) == 1:
+            continue
+        # Collectives matched with the wrong partner (the next scenario's
+        # step, say) may even return; the step counts still differ.
+        done = ", ".join(f"process {r} {n} times" for r, n in enumerate(calls))
+        return (f"in scenario {scenario} the processes called step() different "
+                f"numbers of times ({done}): every process must call step() the "
+                "same number of times, or the extra steps wait for a partner that "
+                "never comes")
+    return ""
 
 
 def _failure_message(error: Any) -> str:
@@ -325,24 +415,25 @@ def launch_run_epoch(function: Callable, scenarios: Sequence) -> tuple:
     Raises
     ------
     ProcessesOutOfStepError
-        If the processes hang (ended after ``LAUNCH_TIMEOUT`` s) or one fails;
-        the message says what each process did.
+        If the processes run different step counts, hang (a process left
+        waiting by a partner is ended after ``PATIENCE`` s, any other hang
+        after ``LAUNCH_TIMEOUT`` s at most) or one fails; the message says
+        what each process did.
     """
-    result = _launch_worker(WORKER, function, scenarios, devices_per_process=1)
-    counts = [_steps_called(result.lines(rank)) for rank in range(LAUNCH_PROCESSES)]
-    for scenario in range(1, len(scenarios) + 1):
-        calls = [c.get(scenario, 0) for c in counts]
-        if len(set(calls)) == 1:
-            continue
-        # Collectives matched with the wrong partner (the next scenario's
-        # step, say) may even return; the step counts still differ.
-        done = ", ".join(f"process {r} {n} times" for r, n in enumerate(calls))
+    try:
+        result = _launch_worker(WORKER, function, scenarios, devices_per_process=1)
+    except ProcessesOutOfStepError as err:
+        uneven = _uneven_steps(err.result, len(scenarios)) \
+            if err.result is not None and _hung(err.result) else ""
+        if not uneven:
+            raise
+        waiting = ", ".join(f"process {r}" for r in _hung_ranks(err.result))
         raise ProcessesOutOfStepError(
-            f"in scenario {scenario} the processes called step() different "
-            f"numbers of times ({done}): "
-            "the extra steps had no partner, so on a cluster they hang or compute "
-            "garbage — every process must call step() the same number of times"
-        )
+            f"{uneven} ({waiting} waited for one that had left, and was stopped "
+            f"after {PATIENCE:g} s)") from None
+    uneven = _uneven_steps(result, len(scenarios))
+    if uneven:
+        raise ProcessesOutOfStepError(uneven)
     per_rank = []
     for rank in range(LAUNCH_PROCESSES):
         line = next(x for x in result.lines(rank) if x.startswith(_RESULT))
@@ -377,21 +468,31 @@ def _launch_worker(worker: str, function: Callable, scenarios: Sequence,
     if (getattr(function, "__module__", None),
             getattr(function, "__name__", None)) in _NOT_RELAUNCHED:
         raise ProcessesOutOfStepError("a known mistake, recognised in one process")
+    from jaxcourse.exercises.observe import time_left
+
     source = _source_of(function)
+    # Within the Check's own time limit, with a second to end the processes
+    # and say why: a bare "did not finish" would name no process.
+    left = time_left()
+    timeout = LAUNCH_TIMEOUT if left is None else max(1.0, min(LAUNCH_TIMEOUT,
+                                                               left - 1.0))
     with tempfile.TemporaryDirectory(prefix="jaxcourse-check-") as folder:
         Path(folder, "worker.py").write_text(worker)
         Path(folder, "answer.py").write_text(source)
         try:
             return launch(
                 "worker.py", LAUNCH_PROCESSES, devices_per_process, cwd=folder,
-                echo=False, timeout=LAUNCH_TIMEOUT, grace=0.5,
+                echo=False, timeout=timeout, grace=0.5,
                 args=[json.dumps([list(s) for s in scenarios]), "answer.py",
-                      function.__name__],
+                      function.__name__, str(PATIENCE)],
             )
         except LaunchTimeoutError as err:
-            raise ProcessesOutOfStepError(_hang_message(err.result)) from None
+            raise ProcessesOutOfStepError(_hang_message(err.result, timeout),
+                                          err.result) from None
         except RankFailedError as err:
-            raise ProcessesOutOfStepError(_failure_message(err)) from None
+            message = _hang_message(err.result, None) if _hung(err.result) \
+                else _failure_message(err)
+            raise ProcessesOutOfStepError(message, err.result) from None
 
 
 # ---- global_batch, launched ----------------------------------------------------
@@ -412,7 +513,7 @@ for num_rows, lengths, max_len in scenarios:
     total = float(jax.jit(jnp.sum)(out))  # a collective over the global array
     whole = multihost_utils.process_allgather(out, tiled=True)
     results.append([list(out.shape), total, np.asarray(whole).tolist()])
-print("RESULT-JSON:" + json.dumps(results), flush=True)
+finish(results)
 ''')
 
 

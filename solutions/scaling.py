@@ -48,7 +48,6 @@ __all__ = ["MESHES", "best_layout", "collective_bytes", "critical_batch",
 
 CHAPTER = "06_scaling"
 DEVICES = 8
-TIME_LIMIT = 30.0  # seconds per test of the 8-device exercises (compilation)
 
 
 # --------------------------------------------------------------------------
@@ -210,7 +209,6 @@ register(
         title="FSDP as a tree of PartitionSpecs",
         chapter=CHAPTER,
         devices=DEVICES,
-        time_limit=TIME_LIMIT,
         reference=fsdp_specs,
         cases=[
             Case("the specs, one per weight, padded to its rank (0: None, 1: "
@@ -247,7 +245,6 @@ register(
         title="Megatron's MLP block with one all-reduce",
         chapter=CHAPTER,
         devices=DEVICES,
-        time_limit=TIME_LIMIT,
         reference=tp_mlp,
         cases=[
             Case("values on a 2 × 4 mesh (x (16, 32), w_in (32, 128), w_out "

@@ -43,7 +43,6 @@ from solutions.shard_map_checks import (
 
 CHAPTER = "05_shard_map"
 DEVICES = 8
-TIME_LIMIT = 30.0  # seconds per test: each compiles a program for 8 devices
 
 
 # --------------------------------------------------------------------------
@@ -126,7 +125,6 @@ register(
         title="The mean of a split vector, with psum",
         chapter=CHAPTER,
         devices=DEVICES,
-        time_limit=TIME_LIMIT,
         reference=global_mean,
         cases=standard_cases(("x of 32 entries", "x of 24 entries"),
                              vector_inputs(8, 32), vector_inputs(4, 24),
@@ -166,7 +164,6 @@ register(
         title="A collective matmul: all-gather one operand",
         chapter=CHAPTER,
         devices=DEVICES,
-        time_limit=TIME_LIMIT,
         reference=allgather_matmul,
         cases=standard_cases(("lhs (16, 32) and rhs (32, 8), both split by rows",
                               "lhs (12, 20) and rhs (20, 6)"),
@@ -205,7 +202,6 @@ register(
         title="A collective matmul: reduce-scatter the partial products",
         chapter=CHAPTER,
         devices=DEVICES,
-        time_limit=TIME_LIMIT,
         reference=reduce_scatter_matmul,
         cases=standard_cases(("lhs (16, 32) split by columns, rhs (32, 8) split "
                               "by rows", "lhs (12, 20) and rhs (20, 6)"),
@@ -243,7 +239,6 @@ register(
         title="A ring shift with ppermute",
         chapter=CHAPTER,
         devices=DEVICES,
-        time_limit=TIME_LIMIT,
         reference=ring_shift,
         cases=standard_cases(("x (16, 3) split by rows", "x (12, 5)"),
                              rows_inputs(8, 16, 3), rows_inputs(4, 12, 5),
@@ -275,7 +270,6 @@ register(
         title="Where am I? Global positions with axis_index",
         chapter=CHAPTER,
         devices=DEVICES,
-        time_limit=TIME_LIMIT,
         reference=global_positions,
         cases=standard_cases(("x of 32 entries", "x of 20 entries"),
                              vector_inputs(8, 32), vector_inputs(4, 20),
@@ -306,7 +300,6 @@ register(
         title="The gradient of a replicated parameter",
         chapter=CHAPTER,
         devices=DEVICES,
-        time_limit=TIME_LIMIT,
         reference=data_parallel_grads,
         compiled_calls=True,
         cases=[

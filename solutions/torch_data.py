@@ -171,6 +171,12 @@ def _loader_inputs(n: int, shape: tuple[int, ...], batch_size: int):
     return make
 
 
+def _import_torch() -> None:
+    # A case's `prepare`: PyTorch is imported before the time limit starts, as
+    # the learner's notebook has done before its first Check.
+    import torch.utils.data  # noqa: F401
+
+
 def _with_collate(function, examples, batch_size):
     # The learner's loader gets a collate function that returns NumPy (the
     # reference's); the inputs stay plain data.
@@ -409,23 +415,23 @@ register(
         title="A real DataLoader with your collate function",
         chapter=CHAPTER,
         reference=make_loader,
-        time_limit=30.0,  # the first call imports PyTorch
         cases=[
             Case("10 examples, batch_size 4 -> NumPy batches of 4, 4 and 2, in "
                  "order", _loader_inputs(10, (3,), 4), runner=_with_collate,
-                 extract=_as_batches),
+                 extract=_as_batches, prepare=_import_torch),
             Case("12 examples of (28, 28), batch_size 3 -> 4 batches of 3",
                  _loader_inputs(12, (28, 28), 3), seed=1, runner=_with_collate,
-                 extract=_as_batches),
+                 extract=_as_batches, prepare=_import_torch),
             Case("5 examples, batch_size 8 -> one batch of 5 (kept)",
                  _loader_inputs(5, (3,), 8), seed=2, runner=_with_collate,
-                 extract=_as_batches),
+                 extract=_as_batches, prepare=_import_torch),
             Case("with another collate function (the seed's: default_collate, "
                  "then NumPy), 7 examples, batch_size 2", _loader_inputs(7, (3,), 2),
-                 seed=3, runner=_with_seed_collate, extract=_as_batches),
+                 seed=3, runner=_with_seed_collate, extract=_as_batches,
+                 prepare=_import_torch),
             Case("returns a torch.utils.data.DataLoader (True)",
-                 _loader_inputs(4, (2,), 2),
-                 runner=_with_collate, extract=_is_loader),
+                 _loader_inputs(4, (2,), 2), runner=_with_collate, extract=_is_loader,
+                 prepare=_import_torch),
         ],
         hints=[
             "torch.utils.data.DataLoader takes the dataset first; any object with "

@@ -351,7 +351,8 @@ def _verdict(
     elif got.kind == "missing":
         problem = message("missing_function", lang, name=exercise.function_name)
     elif got.kind == "timeout":
-        problem = message("timeout", lang, seconds=got.seconds)
+        problem = message("timeout", lang, seconds=got.seconds,
+                          likely=message(f"endless_{case.endless}", lang))
     elif got.kind == "skipped":
         problem = message("skipped_after_timeout", lang)
     elif got.kind == "error":

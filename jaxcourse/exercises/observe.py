@@ -14,10 +14,15 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dis
+import gc
 import io
+import math
 import os
 import signal
+import sys
 import threading
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,18 +35,35 @@ import numpy as np
 from .spec import Case, Exercise
 
 __all__ = [
+    "DEFAULT_TIME_LIMIT",
     "Bad",
     "Node",
     "Observation",
     "TimeLimitError",
     "call_with_time_limit",
+    "case_time_limits",
+    "limit_from_reference",
     "observe",
     "observe_all",
+    "time_left",
 ]
 
 # --------------------------------------------------------------------------
 # Time limit
 # --------------------------------------------------------------------------
+
+#: Seconds a case may run when neither the exercise nor the stored reference
+#: outputs say otherwise (see :func:`case_time_limits`): a learner waits at
+#: most this long for an answer that never ends.
+DEFAULT_TIME_LIMIT = 10.0
+# Once the limit is reached, the interrupt is repeated this often, so code
+# that swallows the first one still stops.
+_REPEAT = 0.05
+# While an interrupt we raised is still being handled (the ``finally`` and
+# ``__exit__`` blocks it runs through), the next one waits this long: cleanup
+# code cut short would leave JAX's trace state, a launch's processes or an
+# iterator's threads behind.
+_CLEANUP_GRACE = 2.0
 
 
 class TimeLimitError(Exception):
@@ -57,17 +79,46 @@ class _TimeUp(BaseException):
     pass
 
 
+# The deadline (time.monotonic()) of the time limit in force, if any: code
+# that waits on its own (a launch of processes) can stop in time to say why.
+_deadline: list[float | None] = [None]
+
+
+def time_left() -> float | None:
+    """Return the seconds left under the time limit in force, or ``None``.
+
+    A case's runner that waits for something it can end itself (launched
+    processes, say) uses it to give up before the limit, and so report what
+    it saw rather than a bare time-out.
+    """
+    deadline = _deadline[0]
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
 def call_with_time_limit(function: Callable[[], Any], seconds: float | None) -> Any:
     """Return ``function()``, or raise :class:`TimeLimitError` after ``seconds``.
 
     In the main thread of a Unix process, a ``SIGALRM`` timer interrupts the
     call at the next Python bytecode: a Python loop stops at once; a long
     compiled JAX call cannot be cut short but is reported as too slow as soon
-    as it returns. The timer re-fires every 50 ms, so code that swallows the
-    first interrupt still stops, and it is always disarmed afterwards.
+    as it returns. The interrupt is repeated every 50 ms, so code that
+    swallows it still stops, but never while the previous one is still
+    unwinding through cleanup code (for up to 2 s), nor inside this module's
+    own cleanup, a garbage collection or a finalizer. While TensorFlow's or
+    PyTorch's Python code runs, it waits (up to 5 s) for the moment the
+    learner's code calls into them again: interrupted anywhere else, a
+    ``tf.data`` iterator corrupts memory and the kernel dies.
+
+    Whatever happens (a result, an error, the time-out, the learner's
+    ``KeyboardInterrupt`` or ``SystemExit``), when this returns or raises the
+    timer and the ``SIGALRM`` handler are the ones found on entry, and an
+    interrupt delivered late finds a handler that ignores it: nothing of the
+    limit stays armed in the learner's kernel.
+
     Elsewhere (another thread, Windows) the call runs in a helper thread and
-    the check stops waiting after ``seconds``; the runaway code then finishes
-    in the background.
+    the check stops waiting after ``seconds``; the runaway code is then
+    interrupted in its thread at its next Python bytecode (code blocked in C
+    finishes in the background).
     """
     if seconds is None or seconds <= 0:
         return function()
@@ -76,39 +127,160 @@ def call_with_time_limit(function: Callable[[], Any], seconds: float | None) -> 
         and threading.current_thread() is threading.main_thread()
         and signal.getitimer(signal.ITIMER_REAL)[0] == 0
     )
-    if can_alarm:
-        return _with_alarm(function, seconds)
-    return _with_thread(function, seconds)
+    outer = _deadline[0]
+    _deadline[0] = time.monotonic() + seconds
+    try:
+        if can_alarm:
+            return _with_alarm(function, seconds)
+        return _with_thread(function, seconds)
+    finally:
+        _deadline[0] = outer
+
+
+class _Alarm:
+    """One time limit's ``SIGALRM`` handler: it interrupts only while armed.
+
+    Never inside a garbage collection either: an exception raised in a gc
+    callback or a finalizer is only printed ("Exception ignored"), and the
+    callback (JAX frees device buffers in one) is cut short for nothing.
+    """
+
+    def __init__(self) -> None:
+        self.armed = True
+        self.collecting = False
+        self.raised: list[_TimeUp] = []
+        self.due = 0.0  # time.monotonic() when the limit was reached
+        self.last = 0.0  # time.monotonic() of the last interrupt raised
+
+    def gc_starts(self, phase: str, info: dict) -> None:
+        # First of gc.callbacks: before any other callback runs.
+        if phase == "start":
+            self.collecting = True
+
+    def gc_ends(self, phase: str, info: dict) -> None:
+        # Last of gc.callbacks: after every other one has run.
+        if phase == "stop":
+            self.collecting = False
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        if not self.armed or self.collecting or frame is None or \
+                frame.f_code in _PROTECTED:
+            return
+        now = time.monotonic()
+        self.due = self.due or now
+        if now - self.due < _UNSAFE_AFTER and not _safe_to_interrupt(frame):
+            # Not now: ask again in half a millisecond rather than at the next
+            # alarm. Until a signal lands just as the learner's code calls
+            # into the library again, it is handled where the library's C++
+            # code returns, which is not safe.
+            signal.setitimer(signal.ITIMER_REAL, _RETRY, _REPEAT)
+            return
+        handling = sys.exc_info()[1]
+        if any(handling is err for err in self.raised) and \
+                time.monotonic() - self.last < _CLEANUP_GRACE:
+            return  # our interrupt is still unwinding: let its cleanup finish
+        err = _TimeUp()
+        self.raised.append(err)
+        self.last = time.monotonic()
+        raise err
 
 
 def _with_alarm(function: Callable[[], Any], seconds: float) -> Any:
-    armed = [True]
-
-    def on_alarm(signum: int, frame: object) -> None:
-        if armed[0]:
-            raise _TimeUp
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
+    alarm = _Alarm()
+    gc.callbacks.insert(0, alarm.gc_starts)
+    gc.callbacks.append(alarm.gc_ends)
+    previous = signal.signal(signal.SIGALRM, alarm)
+    timed_out = False
     try:
-        try:
-            signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
-            return function()
-        finally:
-            _disarm(armed, previous)
+        signal.setitimer(signal.ITIMER_REAL, seconds, _REPEAT)
+        return function()
     except _TimeUp:
-        raise TimeLimitError(seconds) from None
+        timed_out = True  # no call here: nothing can interrupt it
+    except Exception:
+        if not alarm.raised:
+            raise
+        # Our interrupt, turned into an error of its own by a library (one
+        # that calls back into Python from C, say): still the time limit.
+        timed_out = True
+    finally:
+        # The handler ignores interrupts in this frame (_PROTECTED), so a last
+        # alarm cannot cut this cleanup short; a KeyboardInterrupt that lands
+        # in it is held until the cleanup is done, then raised.
+        held: BaseException | None = None
+        for _ in range(10):
+            try:
+                alarm.armed = False  # first: a late interrupt now does nothing
+                left = signal.setitimer(signal.ITIMER_REAL, 0)[0]
+                if alarm.raised or left < 2 * _REPEAT:
+                    # An alarm that has already fired may still be on its
+                    # way: it must reach the disarmed handler, not the
+                    # previous one (SIG_DFL would end the process).
+                    time.sleep(0.002)
+                # signal.signal runs pending handlers before it swaps them.
+                signal.signal(signal.SIGALRM, previous)
+                for callback in (alarm.gc_starts, alarm.gc_ends):
+                    with contextlib.suppress(ValueError):
+                        gc.callbacks.remove(callback)
+                break
+            except BaseException as err:  # the learner's interrupt, say
+                held = err
+        if held is not None:
+            raise held
+    # Raised once the timer and the handler are restored, never before.
+    if timed_out:
+        raise TimeLimitError(seconds)
 
 
-def _disarm(armed: list[bool], previous: Any) -> None:
-    # A last alarm may land while we disarm: retry until it is done.
-    while True:
-        try:
-            armed[0] = False
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
-            return
-        except _TimeUp:
-            continue
+#: Top-level packages whose Python code keeps C++ state that an exception
+#: at an arbitrary moment corrupts: TensorFlow's iterators, interrupted in
+#: the ``finally`` of their executor's context manager, free an executor
+#: still in use ("free(): invalid pointer", the kernel dies). While their
+#: code runs, the interrupt waits for the moment a learner's code calls into
+#: them again: between two calls they are in a consistent state.
+_FRAGILE = frozenset({"tensorflow", "tensorflow_datasets", "keras", "torch"})
+_RESUME = dis.opmap.get("RESUME")
+#: Seconds past the limit after which the interrupt no longer waits for a
+#: safe moment (an endless loop inside such a library's callbacks).
+_UNSAFE_AFTER = 5.0
+#: Seconds until the next try, while the interrupt waits for a safe moment.
+_RETRY = 0.0005
+
+
+def _safe_to_interrupt(frame: Any) -> bool:
+    """Whether an exception raised in ``frame`` now leaves every library sound.
+
+    Yes when no frame on the stack runs the code of a :data:`_FRAGILE`
+    package. When one does, only if it is the innermost frame, it was called
+    from other code (the learner's loop over a pipeline, say), and it is at
+    its very start, before it has done anything: the exception is then one
+    its caller gets from the call, as from any function. Neither inside a
+    finalizer (``__del__``): there the exception is only printed, and the
+    resource it frees leaks.
+    """
+    if frame.f_code.co_name == "__del__":
+        return False
+    outer = frame.f_back
+    while outer is not None:
+        if _fragile(outer):
+            return False
+        outer = outer.f_back
+    if not _fragile(frame):
+        return True
+    if _RESUME is None:  # before Python 3.11: no marker of a function's start
+        return False
+    offset, code = frame.f_lasti, frame.f_code.co_code
+    return offset < 0 or (offset < len(code) and code[offset] == _RESUME)
+
+
+def _fragile(frame: Any) -> bool:
+    name = frame.f_globals.get("__name__") or ""
+    return name.split(".", 1)[0] in _FRAGILE
+
+
+# Code the handler never interrupts: the time limit's own cleanup, the gc
+# callbacks that tell it a collection runs, and the handler itself.
+_PROTECTED = frozenset({_with_alarm.__code__, _Alarm.gc_starts.__code__,
+                        _Alarm.gc_ends.__code__, _Alarm.__call__.__code__})
 
 
 def _with_thread(function: Callable[[], Any], seconds: float) -> Any:
@@ -124,10 +296,32 @@ def _with_thread(function: Callable[[], Any], seconds: float) -> Any:
     worker.start()
     worker.join(seconds)
     if worker.is_alive():
+        _interrupt(worker)
         raise TimeLimitError(seconds)
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def _interrupt(worker: threading.Thread, patience: float = 0.5) -> None:
+    """Raise ``_TimeUp`` in ``worker`` until it ends or ``patience`` runs out.
+
+    CPython delivers it at the thread's next bytecode; a thread blocked in C
+    (a sleep, a compiled call) ends when that call returns.
+    """
+    try:
+        import ctypes
+
+        set_async = ctypes.pythonapi.PyThreadState_SetAsyncExc
+    except (ImportError, AttributeError):  # not CPython: it finishes on its own
+        return
+    end = time.monotonic() + patience
+    while worker.is_alive() and worker.ident is not None and time.monotonic() < end:
+        set_async(ctypes.c_ulong(worker.ident), ctypes.py_object(_TimeUp))
+        worker.join(_REPEAT)
+    if worker.ident is not None:
+        # Whatever happens next, no interrupt stays queued for that thread.
+        set_async(ctypes.c_ulong(worker.ident), None)
 
 
 # --------------------------------------------------------------------------
@@ -396,7 +590,7 @@ def _first_line(err: BaseException) -> str:
     line = text[0] if text else ""
     # Keep feedback short and free of this machine's paths.
     line = line.replace(os.path.expanduser("~"), "~")
-    return f"{type(err).__name__}: {line}"[:300] if line else type(err).__name__
+    return f"{type(err).__name__}: {line}"[:400] if line else type(err).__name__
 
 
 def _same_inputs(a: Any, b: Any) -> bool:
@@ -427,11 +621,16 @@ def observe(
 
     Only ``KeyboardInterrupt`` (the learner pressing stop) goes through.
     ``compiled``: try a ``"call"`` case under ``jax.jit`` first (see
-    ``Exercise.compiled_calls``).
+    ``Exercise.compiled_calls``). The case's ``prepare`` runs first, outside
+    the time limit. Afterwards JAX's trace state is what it was before: code
+    stopped in the middle of tracing leaves no trace behind.
     """
     args = case.make_inputs() if case.transform != "vectorized" else ()
     sink = _Sink()
+    clean = _trace_state_clean()
     try:
+        if case.prepare is not None:
+            case.prepare()
         thunk = _prepared_call(function, case, args, compiled)
         with (
             contextlib.redirect_stdout(sink),
@@ -459,6 +658,9 @@ def observe(
         return Observation(
             "error", error=_first_line(err), category=category, printed=sink.count
         )
+    finally:
+        if clean and not _trace_state_clean():
+            _reset_trace_state()
     mutated = 0
     if case.transform == "call":
         try:
@@ -473,23 +675,92 @@ def observe(
     return Observation("value", value=value, mutated=mutated, printed=sink.count)
 
 
+def _trace_state_clean() -> bool:
+    try:
+        from jax._src import core
+
+        return bool(core.trace_state_clean())
+    except (ImportError, AttributeError):  # another JAX: nothing to look at
+        return True
+
+
+def _reset_trace_state() -> None:
+    # Only reached if a trace was left open (JAX's own cleanup cut short):
+    # the learner's next cell must not run inside it.
+    with contextlib.suppress(ImportError, AttributeError):
+        from jax._src import core
+
+        core.reset_trace_state()
+
+
+# --------------------------------------------------------------------------
+# Each case's time limit
+# --------------------------------------------------------------------------
+
+#: A case may run this many times the reference's measured time...
+LIMIT_MARGIN = 4.0
+#: ...plus this many seconds (start-up, a slower or busier machine).
+LIMIT_BASE = 4.0
+
+
+def limit_from_reference(seconds: float) -> float:
+    """Return a case's time limit from the reference's measured time on it.
+
+    ``LIMIT_BASE + LIMIT_MARGIN * seconds``, rounded up to whole seconds: 5 s
+    for a reference that takes a tenth of a second, 10 s for one that takes
+    1.5 s (a first call that compiles a model, say). Only a reference that
+    itself takes longer (launching processes) gets more, so a learner waits
+    about 10 s at most for an answer that never ends.
+    """
+    return float(math.ceil(LIMIT_BASE + LIMIT_MARGIN * max(0.0, seconds)))
+
+
+def case_time_limits(exercise: Exercise) -> list[float]:
+    """Return the time limit of each case of ``exercise``, in seconds.
+
+    The exercise's own ``time_limit`` if it sets one; else each case's limit
+    stored with the reference outputs
+    (:mod:`jaxcourse.exercises.references`, computed by
+    :func:`limit_from_reference` from the reference's measured time when the
+    outputs were written); where none is stored (no fresh store), the case's
+    ``time_limit`` or :data:`DEFAULT_TIME_LIMIT`.
+    """
+    if exercise.time_limit is not None:
+        return [float(exercise.time_limit)] * len(exercise.cases)
+    fallback = [DEFAULT_TIME_LIMIT if c.time_limit is None else float(c.time_limit)
+                for c in exercise.cases]
+    try:
+        from .references import stored_outputs
+
+        stored = stored_outputs(exercise)
+    except Exception:  # a store must never stop a Check
+        stored = None
+    limits = getattr(stored, "limits", None)
+    if not limits or len(limits) != len(fallback):
+        return fallback
+    return [float(s) if s else f for s, f in zip(limits, fallback, strict=True)]
+
+
 def observe_all(
     exercise: Exercise, function: Any, time_limit: float | None = None
 ) -> list[Observation]:
     """Observe ``function`` on every case of ``exercise``, in order.
 
-    After a case runs out of time the remaining ones are skipped (so a hanging
-    function costs one time limit, not one per case); after the first
-    ``NotImplementedError`` every case counts as not attempted.
+    Each case runs under its own limit (:func:`case_time_limits`), or under
+    ``time_limit`` if given. After a case runs out of time the remaining ones
+    are skipped (so a hanging function costs one time limit, not one per
+    case); after the first ``NotImplementedError`` every case counts as not
+    attempted.
     """
-    limit = exercise.time_limit if time_limit is None else time_limit
     if not callable(function):
         kind = "" if function is None else type(function).__name__
         return [Observation("missing", error=kind)] * len(
             exercise.cases
         )
+    limits = case_time_limits(exercise) if time_limit is None else \
+        [time_limit] * len(exercise.cases)
     observations: list[Observation] = []
-    for case in exercise.cases:
+    for case, limit in zip(exercise.cases, limits, strict=True):
         if observations and observations[-1].kind in ("timeout", "skipped"):
             observations.append(Observation("skipped"))
             continue

@@ -23,6 +23,7 @@ from .messages import message
 __all__ = [
     "Case",
     "DTYPE_POLICIES",
+    "ENDLESS",
     "Exercise",
     "Mistake",
     "TRANSFORMS",
@@ -30,6 +31,10 @@ __all__ = [
 
 TRANSFORMS = ("call", "jit", "grad", "vmap", "vectorized")
 DTYPE_POLICIES = ("exact", "kind", "any")
+#: What typically never ends in a case, named when it runs out of time:
+#: a Python loop, a dataset that repeats for ever, a collective that waits for
+#: a process that has left.
+ENDLESS = ("loop", "repeat", "collective")
 
 
 # --------------------------------------------------------------------------
@@ -100,12 +105,17 @@ class Case:
     sizes: tuple[int, int] = (4, 32)
     extract: Callable[[Any], Any] | None = None
     runner: Callable[..., Any] | None = None
+    prepare: Callable[[], Any] | None = None
+    endless: str = "loop"
+    time_limit: float | None = None
 
     def __post_init__(self) -> None:
         if self.transform not in TRANSFORMS:
             raise ValueError(f"transform must be one of {TRANSFORMS}")
         if self.dtype not in DTYPE_POLICIES:
             raise ValueError(f"dtype must be one of {DTYPE_POLICIES}")
+        if self.endless not in ENDLESS:
+            raise ValueError(f"endless must be one of {ENDLESS}")
 
     def make_inputs(self, n: int | None = None) -> tuple:
         """Build this case's arguments afresh (same seed, same values)."""
@@ -151,8 +161,12 @@ class Exercise:
         Known wrong answers, to name a learner's mistake.
     language : {"en", "zh-Hant", "zh-Hans"}
         Language of every message, button and summary.
-    time_limit : float
-        Seconds one case may run before it counts as hanging.
+    time_limit : float, optional
+        Seconds every case may run before it counts as hanging. By default
+        each case's limit is chosen from the reference's own measured time on
+        it, with a margin (stored with the reference outputs, see
+        :func:`jaxcourse.exercises.observe.case_time_limits`): a few seconds
+        for most cases, so an endless answer is stopped soon.
     function_name : str, optional
         The learner's function name; by default the reference's.
     devices : int
@@ -184,7 +198,7 @@ class Exercise:
     hints: Sequence[str] = ()
     mistakes: Sequence[Mistake] = ()
     language: str = "en"
-    time_limit: float = 5.0
+    time_limit: float | None = None
     function_name: str | None = None
     devices: int = 1
     solution: str = ""

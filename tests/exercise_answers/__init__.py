@@ -132,3 +132,96 @@ def judge_all(exercise_ids: Iterable[str]) -> dict[str, dict]:
                 verdicts[f"{exercise_id}:{row.name}"] = judge(
                     exercise_id, answer(exercise_id, row.name))
     return verdicts
+
+
+# ---- constants: no case's answer may be one a constant function gives ---------------
+
+
+def _first_outputs(exercise_id: str) -> list:
+    """What the reference returned on the first case, call by call.
+
+    A runner may call the function several times (once per simulated
+    process, say): each return is a constant a learner might write in. An
+    iterator is turned into a list, which can be returned again and again.
+    """
+    exercise = get(exercise_id)
+    case = exercise.cases[0]
+    returned = []
+
+    def recording(*args, **kwargs):
+        out = exercise.reference(*args, **kwargs)
+        if hasattr(out, "__next__"):
+            out = list(out)
+        returned.append(out)
+        return out
+
+    if case.prepare is not None:
+        case.prepare()
+    args = case.make_inputs()
+    if case.runner is not None:
+        case.runner(recording, *args, **case.kwargs)
+    else:
+        recording(*args, **case.kwargs)
+    return returned
+
+
+def constant_verdicts(exercise_ids: Iterable[str]) -> dict[str, dict]:
+    """Check, per exercise, the constants its first case suggests.
+
+    For each output of :func:`_first_outputs`, a function that returns it
+    whatever its arguments is tried on the cases that run in this process (a
+    launched case is left out), in order, until one fails. Also says whether
+    two cases' expected outputs differ.
+
+    Returns
+    -------
+    dict
+        Exercise id -> ``{"distinct": bool, "constants": [str, ...]}``, one
+        item per constant: how the first case it fails tells it apart, or ""
+        if it passes them all.
+    """
+    from processes import starts_a_process
+
+    from jaxcourse.exercises.judging import compare, reference_observations
+    from jaxcourse.exercises.observe import case_time_limits, observe
+
+    verdicts = {}
+    for exercise_id in exercise_ids:
+        exercise = get(exercise_id)
+        cases = exercise.cases
+        assert not starts_a_process(cases[0].runner), \
+            f"{exercise_id}: its first case launches processes"
+        expected = reference_observations(exercise)
+        compared = [i for i, c in enumerate(cases)
+                    if c.transform not in ("grad", "vectorized")]
+        distinct = any(compare(expected[i].value, expected[j].value, cases[j])
+                       for i in compared for j in compared if i < j)
+        tried = [(case, limit, reference) for case, limit, reference
+                 in zip(cases, case_time_limits(exercise), expected, strict=True)
+                 if not starts_a_process(case.runner)]
+        constants = []
+        for out in _first_outputs(exercise_id):
+            def constant(*args, _out=out, **kwargs):
+                return _out
+
+            constant.__name__ = exercise.function_name
+            told = ""
+            for case, limit, reference in tried:
+                got = observe(constant, case, limit, exercise.compiled_calls)
+                told = _tells_apart(case, reference, got, compare)
+                if told:
+                    break
+            constants.append(told)
+        verdicts[exercise_id] = {"distinct": distinct, "constants": constants}
+    return verdicts
+
+
+def _tells_apart(case, expected, got, compare) -> str:
+    """Say how ``got`` fails ``case`` ("" if it passes), as judging would."""
+    if got.kind != "value":
+        return f"{case.description}: {got.kind} {got.error}"
+    if case.transform == "vectorized":
+        counts = [int(c) for c in np.ravel(got.value)[:2]]
+        return "" if len(set(counts)) == 1 else f"{case.description}: {counts}"
+    problem = compare(expected.value, got.value, case)
+    return f"{case.description}: {problem}" if problem else ""

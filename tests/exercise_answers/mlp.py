@@ -53,6 +53,11 @@ def one_hot_ignores_dtype(x, k, dtype=jnp.float32):
     return jnp.asarray(x[:, None] == jnp.arange(k), jnp.float32)
 
 
+def one_hot_ten_classes(x, k, dtype=jnp.float32):
+    # MNIST has 10 classes: k written in, not taken from the argument.
+    return jnp.asarray(x[:, None] == jnp.arange(10), dtype)
+
+
 def one_hot_off_by_one(x, k, dtype=jnp.float32):
     return jnp.asarray(x[:, None] == jnp.arange(1, k + 1), dtype)
 

@@ -250,3 +250,17 @@ def global_from_mesh_and_spec(local_batch, max_len, sharding):  # correct (docs)
     padded[:, :local_batch.shape[1]] = local_batch
     return multihost_utils.host_local_array_to_global_array(
         padded, sharding.mesh, sharding.spec)
+
+
+def epoch_two_steps(local_data, batch_size, step):
+    # Every scenario shown has two steps: a count written in, not computed.
+    return [step(local_data[i * batch_size:(i + 1) * batch_size]) for i in range(2)]
+
+
+def epoch_divide_evenly(local_data, batch_size, step):
+    # "Total records ÷ processes ÷ batch size": right only when the records
+    # are spread evenly.
+    total = multihost_utils.process_allgather(np.int32(len(local_data))).sum()
+    steps = int(total) // jax.process_count() // batch_size
+    return [step(local_data[i * batch_size:(i + 1) * batch_size])
+            for i in range(steps)]

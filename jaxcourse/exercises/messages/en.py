@@ -42,8 +42,15 @@ TEXTS: dict[str, str] = {
     "Python `if`, int() or float() on arrays",
     "tracer_leak": "a JAX tracer escaped a transformation (did you store a "
     "value computed inside jit/grad/vmap in a global?)",
-    "timeout": "did not finish within {seconds:g} s (an endless loop, or far "
-    "too slow?)",
+    "timeout": "did not finish within {seconds:g} s, so it was stopped: {likely}",
+    # What typically never ends (a case's ``endless``), said after "timeout".
+    "endless_loop": "a loop that never ends? For example a `while` loop whose "
+    "condition never changes",
+    "endless_repeat": "a dataset that never runs out? `.repeat()` without a count "
+    "repeats it for ever, so iterating over it never ends",
+    "endless_collective": "processes out of step? A collective waits for ever for "
+    "a process that has already left: every process must make the same "
+    "collectives, in the same order, the same number of times",
     "skipped_after_timeout": "skipped: an earlier test ran out of time",
     "returned_none": "returned None: did you forget `return`?",
     "returned_type": "returned a {type} where {expected} was expected",

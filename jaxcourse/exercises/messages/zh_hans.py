@@ -38,7 +38,12 @@ TEXTS: dict[str, str] = {
     "不要对数组使用 NumPy、Python 的 if、int() 或 float()",
     "tracer_leak": "有 JAX tracer 逃出了转换"
     "（是否把 jit/grad/vmap 内算出的值存进全局变量？）",
-    "timeout": "未在 {seconds:g} 秒内完成（无限循环，或是太慢？）",
+    "timeout": "{seconds:g} 秒内没有完成，已停止：{likely}",
+    "endless_loop": "是否有永不结束的循环？例如条件永远不变的 `while` 循环",
+    "endless_repeat": "数据集是否永远取不完？没有给次数的 `.repeat()` "
+    "会无限重复数据集，遍历它就永远不会结束",
+    "endless_collective": "进程是否不同步？集合通信会一直等待已经离开的进程："
+    "每个进程都必须以相同的顺序、相同的次数调用相同的集合通信",
     "skipped_after_timeout": "略过：先前的测试已超时",
     "returned_none": "返回了 None：是不是忘了 `return`？",
     "returned_type": "返回了 {type}，预期是 {expected}",

@@ -36,7 +36,12 @@ TEXTS: dict[str, str] = {
     "不要對陣列使用 NumPy、Python 的 if、int() 或 float()",
     "tracer_leak": "有 JAX tracer 逃出了轉換"
     "（是否把 jit/grad/vmap 內算出的值存進全域變數？）",
-    "timeout": "未在 {seconds:g} 秒內完成（無窮迴圈，或是太慢？）",
+    "timeout": "{seconds:g} 秒內沒有完成，已停止：{likely}",
+    "endless_loop": "是否有永不結束的迴圈？例如條件永遠不變的 `while` 迴圈",
+    "endless_repeat": "資料集是否永遠取不完？沒有給次數的 `.repeat()` "
+    "會無限重複資料集，遍歷它就永遠不會結束",
+    "endless_collective": "行程是否不同步？集合通訊會一直等待已經離開的行程："
+    "每個行程都必須以相同的順序、相同的次數呼叫相同的集合通訊",
     "skipped_after_timeout": "略過：先前的測試已超時",
     "returned_none": "回傳了 None：是不是忘了 `return`？",
     "returned_type": "回傳了 {type}，預期是 {expected}",

@@ -28,10 +28,13 @@ CPU devices as its exercises need, as the grader gives them.
 
 File format: the first line is a JSON header (``format``, ``fingerprint`` and
 the ``sha256`` of the rest); the rest is JSON, one entry per exercise with a
-``signature`` of its cases, the reference's observation of each case and each
-mistake's, one observation per line. An entry is ``null`` where a mistake is
-never looked up (``grad`` and ``vectorized`` cases) and where an output is
-larger than :data:`MAX_STORED`: those few are computed live.
+``signature`` of its cases, each case's time limit (``limits``, in seconds:
+:func:`jaxcourse.exercises.observe.limit_from_reference` of the reference's
+time on it, measured while the store was computed), the reference's
+observation of each case and each mistake's, one observation per line. An
+entry is ``null`` where a mistake is never looked up (``grad`` and
+``vectorized`` cases) and where an output is larger than :data:`MAX_STORED`:
+those few are computed live.
 """
 
 from __future__ import annotations
@@ -61,7 +64,8 @@ __all__ = [
 ]
 
 #: Bumped whenever the file format or the meaning of an observation changes.
-FORMAT = 1
+#: 2: each entry holds its cases' time limits (``limits``).
+FORMAT = 2
 SUFFIX = "_outputs.json"
 #: An observation larger than this (encoded) is not stored but computed live:
 #: a few cases return a whole data set or a replicated network, megabytes of
@@ -318,6 +322,8 @@ class StoredOutputs:
 
     reference: list[Observation | None]
     mistakes: list[list[Observation | None]] = field(default_factory=list)
+    #: Each case's time limit in seconds (see the module's docstring).
+    limits: list[float] = field(default_factory=list)
 
     def mistake(self, case: int, number: int) -> Observation | None:
         """Return mistake ``number``'s observation of ``case`` (None: not stored)."""
@@ -388,9 +394,12 @@ def _decode(exercise: Exercise, entry: Any) -> StoredOutputs | None:
         if len(mistakes) != len(exercise.mistakes) or \
                 any(len(row) != n for row in mistakes):
             return None
+        limits = [float(s) for s in entry["limits"]]
+        if len(limits) != n or not all(0 < s < 3600 for s in limits):
+            return None
     except (KeyError, TypeError, ValueError, AttributeError, IndexError):
         return None
-    return StoredOutputs(reference, mistakes)
+    return StoredOutputs(reference, mistakes, limits)
 
 
 def stored_outputs(exercise: Exercise) -> StoredOutputs | None:

@@ -15,12 +15,13 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..judging import compare
-from ..observe import Observation, observe
+from ..observe import Observation, limit_from_reference, observe
 from ..registry import _REGISTRY, exercise_ids, get
 from ..spec import Exercise
 from . import (
@@ -86,7 +87,8 @@ def _body(entries: dict) -> str:
         mistakes = ", ".join(rows(r) for r in entry["mistakes"])
         parts.append(
             f"{json.dumps(exercise_id)}: {{\"signature\": "
-            f"{json.dumps(entry['signature'])},\n\"reference\": "
+            f"{json.dumps(entry['signature'])},\n\"limits\": "
+            f"{json.dumps(entry['limits'])},\n\"reference\": "
             f"{rows(entry['reference'])},\n\"mistakes\": [{mistakes}]}}"
         )
     return "{\n" + ",\n".join(parts) + "\n}\n"
@@ -98,8 +100,9 @@ def serialize(entries: dict, fingerprint: dict) -> str:
     Parameters
     ----------
     entries : dict
-        Exercise id -> ``{"signature", "reference", "mistakes"}``, observations
-        as :meth:`Observation.to_json` gives them (None where not stored).
+        Exercise id -> ``{"signature", "limits", "reference", "mistakes"}``,
+        observations as :meth:`Observation.to_json` gives them (None where
+        not stored).
     fingerprint : dict
         What :func:`fingerprint` returns.
     """
@@ -113,7 +116,10 @@ def compute_store(module_name: str) -> str:
     """Import ``module_name`` and return the text of its store.
 
     Runs every exercise's reference, and each known mistake, on every case,
-    in this process: it must have the devices the exercises need.
+    in this process: it must have the devices the exercises need. The
+    reference's time on each case (its ``prepare`` excluded, as under a
+    Check) gives the case's time limit
+    (:func:`jaxcourse.exercises.observe.limit_from_reference`).
 
     Raises
     ------
@@ -123,9 +129,13 @@ def compute_store(module_name: str) -> str:
     module = importlib.import_module(module_name)
     entries: dict[str, dict] = {}
     for exercise in _exercises_of(module_name):
-        reference = []
+        reference, limits = [], []
         for case in exercise.cases:
+            if case.prepare is not None:
+                case.prepare()  # untimed, as under a Check
+            started = time.perf_counter()
             obs = observe(exercise.reference, case, None)
+            limits.append(limit_from_reference(time.perf_counter() - started))
             if obs.kind != "value":
                 raise RuntimeError(
                     f"the reference of {exercise.id} fails on "
@@ -137,7 +147,7 @@ def compute_store(module_name: str) -> str:
              else None for case in exercise.cases]
             for m in exercise.mistakes
         ]
-        entries[exercise.id] = {"signature": _signature(exercise),
+        entries[exercise.id] = {"signature": _signature(exercise), "limits": limits,
                                 "reference": reference, "mistakes": mistakes}
     return serialize(entries, fingerprint(module))
 
