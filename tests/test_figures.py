@@ -26,9 +26,6 @@ TEXT_COLUMN_PX = int(TEXT_COLUMN_IN * 100)
 #: Pixels per display pixel a stored figure needs to stay sharp at 1.5x zoom
 #: or on a high-density screen (retina figures have 2).
 MIN_DENSITY = 1.5
-#: Chapters whose figures are still drawn at 1x or wider than the text column
-#: (issue 25's figures item); each must still fail, so the list only shrinks.
-NOT_YET = {"02_torch_data.ipynb"}
 BOOK = sorted((ROOT / "book").glob("*.ipynb"))
 
 
@@ -61,15 +58,9 @@ def problems(path: Path) -> list[str]:
     return wrong
 
 
-@pytest.mark.parametrize("path", [p for p in BOOK if p.name not in NOT_YET],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize("path", BOOK, ids=lambda p: p.name)
 def test_figures_are_sharp_and_fit_the_text_column(path: Path) -> None:
     assert not problems(path)
-
-
-@pytest.mark.parametrize("name", sorted(NOT_YET))
-def test_the_list_of_chapters_still_to_redraw_only_shrinks(name: str) -> None:
-    assert problems(ROOT / "book" / name), f"{name} passes now: remove it from NOT_YET"
 
 
 def test_the_check_finds_a_1x_figure(tmp_path: Path) -> None:
