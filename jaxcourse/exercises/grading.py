@@ -373,6 +373,19 @@ def grade(
     return [results[name] for name in names]
 
 
+def _readable(todo, digests, ids, language, finish) -> list:
+    """Finish every unreadable submission of ``todo``; return the others."""
+    pending = []
+    for name, path in todo:
+        reason = unreadable_reason(path, language)
+        if reason is None:
+            pending.append((name, path))
+        else:
+            finish(name, SubmissionResult(name, dict.fromkeys(ids, 0.0), "unreadable",
+                                          reason, sha256=digests[name]))
+    return pending
+
+
 def _grade_on_slurm(todo, digests, results, rows_file, ids, language, timeout,
                     memory_mb, case_limit, folders, course, chunk, parallel,
                     partition, options) -> None:
@@ -383,14 +396,7 @@ def _grade_on_slurm(todo, digests, results, rows_file, ids, language, timeout,
         _append_row(rows_file, row)
 
     numbers = {name: n for n, (name, _) in enumerate(todo)}
-    pending = []
-    for name, path in todo:
-        reason = unreadable_reason(path, language)
-        if reason is None:
-            pending.append((name, path))
-        else:
-            finish(name, SubmissionResult(name, dict.fromkeys(ids, 0.0), "unreadable",
-                                          reason, sha256=digests[name]))
+    pending = _readable(todo, digests, ids, language, finish)
     if pending:
         grade_on_slurm(pending, numbers, digests, ids=ids, language=language,
                        timeout=timeout, memory_mb=memory_mb, case_limit=case_limit,
@@ -419,15 +425,7 @@ def _grade_all(todo, digests, results, rows_file, ids, language, jobs, timeout,
             if rows_file is not None:
                 _append_row(rows_file, row)
 
-        pending = []
-        for name, path in todo:
-            reason = unreadable_reason(path, language)
-            if reason is None:
-                pending.append((name, path))
-            else:
-                row = SubmissionResult(name, dict.fromkeys(ids, 0.0), "unreadable",
-                                       reason, sha256=digests[name])
-                finish(name, row)
+        pending = _readable(todo, digests, ids, language, finish)
         rerun = _parallel(pending, jobs, settings, expected, digests, finish)
         # Submissions that ran while the course changed: one at a time now,
         # so that the one that changes it again is known for sure.
