@@ -13,11 +13,12 @@ these functions as their runners and extracts; it holds no exercise.
 - :func:`launch_run_epoch` and :func:`launch_global_batch` check for real:
   they write the learner's function into a worker script (:data:`WORKER`,
   :data:`GLOBAL_WORKER`) and start it in 2 processes with
-  :func:`jaxcourse.launch.launch`. A process still running
-  :data:`PATIENCE` s after another finished waits in a collective for a
-  partner that has left: its watchdog ends it. Any other hang is ended by the
-  launcher's timeout, within the Check's own time limit. Either is reported,
-  with what each process did, as a failed test.
+  :func:`jaxcourse.launch.launch`, or with ``srun`` when the course's Slurm
+  cluster is up (:func:`launcher`; never in the grader's sandbox). A
+  process still running :data:`PATIENCE` s after another finished waits in
+  a collective for a partner that has left: its watchdog ends it. Any other
+  hang is ended by the launcher's timeout, within the Check's own time
+  limit. Either is reported, with what each process did, as a failed test.
 - :func:`in_one_process` (with :func:`local_step`) and :func:`global_values`
   (on :func:`one_device_rows`) check the same answers in this one process
   first, where a mistake is cheap to name; :func:`not_relaunched` marks the
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import re
 import tempfile
 import textwrap
@@ -460,10 +462,51 @@ def not_relaunched(*mistakes: Callable) -> None:
     _NOT_RELAUNCHED.update((f.__module__, f.__name__) for f in mistakes)
 
 
+#: ``course`` always launches with the course's launcher, ``slurm`` always
+#: with ``srun`` (an error if the cluster is down); unset or ``auto``: ``srun``
+#: when the course's Slurm cluster is up, the course's launcher otherwise.
+LAUNCHER_ENV = "JAX_COURSE_CHECK_LAUNCHER"
+
+
+def launcher() -> tuple[Callable, str]:
+    """Choose how a Check starts its processes: ``(launch function, in words)``.
+
+    Through ``srun`` on the course's Slurm cluster when it is up (chapter 7's
+    Slurm section, ``make cluster``), otherwise with the course's launcher.
+    The grader's sandbox always uses the course's launcher: a submission's
+    processes stay inside the sandbox's process tree, where the grader ends
+    them, and a class's grading never queues behind (or submits to) a
+    cluster of its own accord. :data:`LAUNCHER_ENV` overrides the choice.
+
+    Returns
+    -------
+    tuple
+        The function, with :func:`jaxcourse.launch.launch`'s interface, and
+        how it launches, in words.
+    """
+    from jaxcourse import slurm
+    from jaxcourse.exercises.sandbox import GUARD_ENV
+    from jaxcourse.launch import launch
+
+    course = (launch, "the course's launcher")
+    chosen = os.environ.get(LAUNCHER_ENV, "auto").strip().lower() or "auto"
+    if chosen not in {"auto", "course", "slurm"}:
+        raise ValueError(f"{LAUNCHER_ENV} must be auto, course or slurm, "
+                         f"not {chosen!r}")
+    if os.environ.get(GUARD_ENV) or chosen == "course":
+        return course
+    if chosen == "auto" and (slurm.unavailable_reason() is not None
+                             or not slurm.running()):
+        return course  # cheap: no Slurm command runs when no daemon is ours
+    if chosen == "auto" and not slurm.status().up:
+        return course
+    return slurm.launch_srun, "srun on the course's Slurm cluster"
+
+
 def _launch_worker(worker: str, function: Callable, scenarios: Sequence,
                    devices_per_process: int) -> Any:
     """Launch ``worker`` with the learner's ``function`` in LAUNCH_PROCESSES ranks."""
-    from jaxcourse.launch import LaunchTimeoutError, RankFailedError, launch
+    from jaxcourse.launch import LaunchTimeoutError, RankFailedError
 
     if (getattr(function, "__module__", None),
             getattr(function, "__name__", None)) in _NOT_RELAUNCHED:
@@ -479,6 +522,7 @@ def _launch_worker(worker: str, function: Callable, scenarios: Sequence,
     with tempfile.TemporaryDirectory(prefix="jaxcourse-check-") as folder:
         Path(folder, "worker.py").write_text(worker)
         Path(folder, "answer.py").write_text(source)
+        launch, _ = launcher()
         try:
             return launch(
                 "worker.py", LAUNCH_PROCESSES, devices_per_process, cwd=folder,

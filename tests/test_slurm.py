@@ -1,5 +1,5 @@
 """The course's Slurm cluster: start/stop, srun with the launcher's interface,
-and chapter 7's Slurm cells without Slurm.
+chapter 7's launched Checks through srun, and its Slurm cells without Slurm.
 
 The slow tests use the real cluster (``slurm_cluster``: started once per
 session, stopped at the end if the session started it); where Slurm is not
@@ -10,20 +10,25 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
 
+import jax
+import numpy as np
 import psutil
 import pytest
 from processes import alive
 from slurm_cluster import slurm_cluster  # noqa: F401  (a fixture)
 
 from jaxcourse import slurm
+from jaxcourse.exercises.registry import get
 from jaxcourse.launch import RankFailedError
 from jaxcourse.launch.output import SrunLines
+from solutions import multiprocess, multiprocess_harness
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "book" / "07_multiprocess.ipynb"
@@ -131,6 +136,62 @@ def test_launch_srun_has_the_launchers_interface(slurm_cluster, tmp_path) -> Non
     while leftovers() and time.monotonic() < deadline:
         time.sleep(0.5)
     assert leftovers() == []
+
+
+@pytest.mark.slow
+def test_launched_checks_go_through_srun_when_the_cluster_is_up(
+        slurm_cluster, monkeypatch) -> None:  # noqa: F811
+    monkeypatch.setenv(multiprocess_harness.LAUNCHER_ENV, "auto")
+    launch, how = multiprocess_harness.launcher()
+    assert launch is slurm.launch_srun and "srun" in how
+    # The grader's sandbox never submits to a cluster, up or not.
+    monkeypatch.setenv("JAXCOURSE_GRADING_GUARD", "{}")
+    assert multiprocess_harness.launcher()[1] == "the course's launcher"
+    monkeypatch.delenv("JAXCOURSE_GRADING_GUARD")
+
+    calls = []
+    real = slurm.launch_srun
+
+    def counted(*args, **kwargs):  # the real srun launch, counted
+        calls.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(slurm, "launch_srun", counted)
+    exercise = get("multiprocess.run_epoch")
+    scenarios = multiprocess.EPOCH_SCENARIOS
+    through_srun = multiprocess_harness.launch_run_epoch(exercise.reference,
+                                                         scenarios)
+    assert calls == ["worker.py"]
+    monkeypatch.setenv(multiprocess_harness.LAUNCHER_ENV, "course")
+    locally = multiprocess_harness.launch_run_epoch(exercise.reference, scenarios)
+    assert len(calls) == 1
+    for a, b in zip(through_srun, locally, strict=True):
+        for x, y in zip(a, b, strict=True):
+            assert x.tolist() == y.tolist()
+
+    # A learner's hanging answer is cut and named under srun too, as with the
+    # course's launcher: process 0 waits in a step that process 1 never joins.
+    monkeypatch.setenv(multiprocess_harness.LAUNCHER_ENV, "slurm")
+    with pytest.raises(multiprocess_harness.ProcessesOutOfStepError) as info:
+        multiprocess_harness.launch_run_epoch(epoch_only_process_zero_steps,
+                                              scenarios)
+    assert len(calls) == 2
+    message = str(info.value)
+    ended = re.search(r"hung and were ended after (\d+(?:\.\d+)?) s", message)
+    assert ended and float(ended[1]) <= multiprocess_harness.LAUNCH_TIMEOUT, message
+    assert "process 0 called step() 1 times" in message, message
+    assert "process 1 called step() 0 times" in message, message
+
+
+# Module level: a launched Check copies the function's source into its worker.
+def epoch_only_process_zero_steps(local_data, batch_size, step):
+    from jax.experimental import multihost_utils
+
+    counts = multihost_utils.process_allgather(np.int32(len(local_data) // batch_size))
+    if jax.process_index() != 0:
+        return []
+    return [step(local_data[i * batch_size:(i + 1) * batch_size])
+            for i in range(int(np.min(counts)))]
 
 
 def _slurm_cells() -> str:
