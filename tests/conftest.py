@@ -13,6 +13,19 @@ from processes import forbid_processes, starts_a_process
 
 # Quiet TensorFlow's C++ start-up logs in test output.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Launched Checks use the course's launcher in every test and notebook kernel,
+# even once a Slurm test has brought the cluster up (it stays up for the
+# session): their stored messages and time limits do not depend on test
+# order. tests/test_slurm.py checks the srun path explicitly.
+os.environ.setdefault("JAX_COURSE_CHECK_LAUNCHER", "course")
+
+from jaxcourse import compile_cache  # noqa: E402
+
+# JAX's persistent compilation cache, for this process and every kernel and
+# process the tests start: a second run compiles little. JAX_COURSE_COMPILE_CACHE=off
+# measures the suite without it.
+if os.environ.get("JAX_COURSE_COMPILE_CACHE", "on") != "off":
+    compile_cache.enable()
 
 from jaxcourse import data  # noqa: E402
 

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jaxcourse import compile_cache
 from jaxcourse.course import content_folders
 from jaxcourse.processes import TAG_ENV, end_tree, new_tag
 
@@ -220,7 +221,9 @@ def _run_in(path: Path, run_dir: Path, settings: Settings) -> Run:
     copy = work / "submission.ipynb"
     shutil.copyfile(path, copy)
     tag = new_tag()
-    env = dict(os.environ)
+    # No shared compilation cache: one submission must never place compiled
+    # code that another one runs.
+    env = compile_cache.without(os.environ)
     env.update({
         GRADING_ENV: "1",
         TAG_ENV: tag,
