@@ -29,8 +29,9 @@ lint:  ## ruff over the code and the notebooks; actionlint over the workflow
 light:  ## the Colab job: Python 3.12, Colab's packages, the first cell installs the course
 	bash scripts/light_job.sh
 
+# --durations: CI's log then says where the time went.
 test: self lint light  ## the full suite: lint, the Colab job, unit tests, nbval over every notebook
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=25
 
 # No notebook, no process (tests/conftest.py marks those slow, and
 # --forbid-processes fails anything that starts one): the edit-and-retest loop.
