@@ -230,9 +230,13 @@ def test_another_exercise_under_the_same_id_is_judged_live(topic):
     exercise = get("refdemo.double")
     cases = [dataclasses.replace(c, seed=c.seed + 7) for c in exercise.cases]
     other = dataclasses.replace(exercise, cases=cases)
+    assert references_writer.changes(topic.__name__) == []
     register(other)
     assert stored_outputs(other) is None
     assert check("refdemo.double", topic.double).passed
+    # The writer sees it too: the store is rewritten, not reported fresh.
+    assert references_writer.changes(topic.__name__) == [
+        "refdemo.double: its functions or cases changed"]
 
 
 def _truncate(path: Path) -> None:

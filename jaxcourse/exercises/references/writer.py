@@ -287,6 +287,16 @@ def changes(module_name: str) -> list[str]:
     # is now imported, or no longer, counts too.
     recorded = set(store.fingerprint.get("sources", {}))
     changed += sorted(set(fingerprint(module)["sources"]) ^ recorded)
+    # An entry a Check would not use (its exercise's functions or cases
+    # differ, as _decode finds), or an exercise without one, or one too many.
+    exercises = {e.id: e for e in _exercises_of(module_name)}
+    for exercise_id in sorted(set(exercises) | set(store.entries)):
+        entry = store.entries.get(exercise_id)
+        if exercise_id not in exercises:
+            changed.append(f"{exercise_id}: no such exercise now")
+        elif not isinstance(entry, dict) or \
+                entry.get("signature") != _signature(exercises[exercise_id]):
+            changed.append(f"{exercise_id}: its functions or cases changed")
     return changed
 
 
