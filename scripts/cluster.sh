@@ -14,34 +14,19 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${JAX_COURSE_VENV:-$HOME/.jax-course/venv}"
 PY="$VENV/bin/python"
 PACKAGES=(slurmctld slurmd slurm-client munge)
+# shellcheck source=scripts/pins.sh
+source "$here/scripts/pins.sh"
 command="${1:-start}"
 shift || true
 
 case "$command" in
   start)
-    missing=()
-    for pkg in "${PACKAGES[@]}"; do
-      dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
-        || missing+=("$pkg")
-    done
+    mapfile -t missing < <(missing_debs "${PACKAGES[@]}")
     if [ ${#missing[@]} -gt 0 ]; then
-      sudo=""
-      if [ "$(id -u)" -ne 0 ]; then
-        if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-          sudo="sudo"
-        else
-          echo "no Slurm cluster: ${missing[*]} not installed, and installing needs root or sudo; the Slurm cells and tests are skipped."
-          exit 0
-        fi
-      fi
-      if ! command -v apt-get >/dev/null 2>&1; then
-        echo "no Slurm cluster: ${missing[*]} not installed, and there is no apt-get here; the Slurm cells and tests are skipped."
+      if ! why="$(install_debs "${missing[@]}")"; then
+        echo "no Slurm cluster: ${missing[*]} not installed, and ${why}; the Slurm cells and tests are skipped."
         exit 0
       fi
-      echo "installing ${missing[*]}"
-      $sudo apt-get update -qq
-      DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
-        --no-install-recommends "${missing[@]}" >/dev/null
     fi
     cd "$here"
     exec "$PY" -m jaxcourse.slurm start "$@"

@@ -20,23 +20,15 @@ source "$here/scripts/pins.sh"
 step() { printf '\n==> %s\n' "$*"; }
 
 step "System packages: ${APT_PACKAGES[*]}"
-missing=()
-for pkg in "${APT_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
-    || missing+=("$pkg")
-done
+mapfile -t missing < <(missing_debs "${APT_PACKAGES[@]}")
 if [ ${#missing[@]} -eq 0 ]; then
   echo "all present"
-elif command -v apt-get >/dev/null 2>&1; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "installing: ${missing[*]}"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
-    "${missing[@]}" >/dev/null
 else
-  echo "warning: no apt-get; missing ${missing[*]}." >&2
-  echo "  Without dataset-fashion-mnist, set JAX_COURSE_MNIST_DIR to MNIST files." >&2
+  echo "installing: ${missing[*]}"
+  if ! why="$(install_debs "${missing[@]}")"; then
+    echo "warning: ${why}; missing ${missing[*]}." >&2
+    echo "  Without dataset-fashion-mnist, set JAX_COURSE_MNIST_DIR to MNIST files." >&2
+  fi
 fi
 
 step "Python environment: $VENV"
