@@ -306,3 +306,20 @@ def test_grader_sentences_live_in_the_catalogue() -> None:
         "grading_oom", "zh-Hant", mb=512, where="")
     assert runner.text("feedback_title", "fr", name="x") == "Feedback: x"
     assert runner.text("exited", "zh-Hant", how="SIGKILL").endswith("行程（SIGKILL）")
+
+
+@pytest.mark.parametrize(("exercise_id", "language"), [
+    ("mlp.one_hot", "en"), ("dp_zh.replicate", "zh-Hant")])
+def test_every_text_of_a_panel_says_its_language(exercise_id, language) -> None:
+    # A Chinese panel in an English page must say so, or the browser may draw
+    # its characters with Japanese glyphs.
+    panel = check_panel(exercise_id, run=False)
+    panel.hint_button.click()
+    panel.solution_button.click()
+    panel.summary.value = "<b>a result</b>"  # as run_check sets it
+    texts = [panel.title, panel.notice, panel.summary, panel.hints, panel.solution]
+    for widget in texts:
+        assert widget.value.startswith(f'<div lang="{language}">'), widget.value[:80]
+        assert widget.value.count("<div lang=") == 1  # marked once, not again
+    panel.solution_button.click()
+    assert panel.solution.value == ""  # empty stays empty

@@ -60,6 +60,7 @@ __all__ = [
     "show_figure",
     "slider_style",
     "use_language_font",
+    "with_language",
 ]
 
 #: CSS pixels per figure inch: a figure 7.2 inches wide is shown 720 px wide,
@@ -103,6 +104,27 @@ def notice_html(language: str) -> str:
     """Return the kernel-gone notice: its style rules and its sentence."""
     return (f"{_NOTICE_CSS}<b style='color:{_FAIL}'>⚠ "
             f"{html.escape(message('kernel_gone', language))}</b>")
+
+
+def with_language(language: str, body: str) -> str:
+    """Return ``body`` in an element marked with its language (``lang``).
+
+    A page or a JupyterLab tab says ``lang="en"``; the text of a Chinese
+    panel inside it needs its own tag, or the browser picks Japanese glyphs
+    (or the other Chinese script's) for the characters CJK fonts share.
+    Empty stays empty; marked text is left as it is.
+    """
+    opening = f'<div lang="{language}">'
+    if not body or body.startswith(opening):
+        return body
+    return f"{opening}{body}</div>"
+
+
+def _html_widgets(widget: widgets.Widget) -> list[widgets.HTML]:
+    found = [widget] if isinstance(widget, widgets.HTML) else []
+    for child in getattr(widget, "children", ()):
+        found += _html_widgets(child)
+    return found
 
 
 class Display:
@@ -159,7 +181,17 @@ class Display:
         self.notice = notice
         self.widget = widgets.VBox([*head, notice, *body])
         self.widget.add_class(DISPLAY_CLASS)
+        # Every HTML text of the display carries its language, now and
+        # whenever a callback sets it anew.
+        for part in _html_widgets(self.widget):
+            part.observe(self._mark_language, names="value")
+            part.value = with_language(self.language, part.value)
         return self.widget
+
+    def _mark_language(self, change: dict) -> None:
+        marked = with_language(self.language, change["new"])
+        if marked != change["new"]:
+            change["owner"].value = marked
 
     def _start(self, run: bool, action: Callable[[], object]) -> None:
         """Run ``action()`` now if asked to, unless grading defers it."""
