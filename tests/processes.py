@@ -79,6 +79,42 @@ def run_script(code: str, timeout: float = 600,
     return json.loads(line[len(MARK):])
 
 
+_PER_DEVICE_COUNT = """
+import json, sys
+from jaxcourse.devices import use_cpu_devices
+
+use_cpu_devices({devices})
+sys.path.insert(0, {tests!r})
+import exercise_answers
+
+print({mark!r} + json.dumps(exercise_answers.{function}({ids!r})))
+"""
+
+
+def per_device_count(function: str) -> Callable[[int], dict]:
+    """Run ``exercise_answers.<function>(ids)`` once per device count, each elsewhere.
+
+    Returns ``on(devices)``: the result for every exercise that declares
+    ``devices`` devices, computed in one fresh process with that many (JAX
+    fixes its device count when it starts) the first time it is asked for.
+    """
+    from jaxcourse.exercises import exercise_ids, get
+
+    found: dict[int, dict] = {}
+
+    def on(devices: int) -> dict:
+        if devices not in found:
+            ids = [e for e in exercise_ids() if get(e).devices == devices]
+            code = _PER_DEVICE_COUNT.format(devices=devices, mark=MARK, ids=ids,
+                                            tests=str(ROOT / "tests"),
+                                            function=function)
+            found[devices] = run_script(code, timeout=1800,
+                                        env=dict(os.environ, JAX_PLATFORMS="cpu"))
+        return found[devices]
+
+    return on
+
+
 def alive(pids: Iterable[int]) -> list[int]:
     """Return the pids that still name a running (not zombie) process."""
     living = []

@@ -18,43 +18,20 @@ has one also has cases in this process that tell a constant apart.
 from __future__ import annotations
 
 import inspect
-import os
 
 import pytest
 from exercise_answers import constant_verdicts
-from processes import MARK, run_script
+from processes import per_device_count
 
 from jaxcourse.exercises import exercise_ids, get
 
-TESTS = os.path.dirname(os.path.abspath(__file__))
 IDS = exercise_ids()
-
-_CHILD = """
-import json, sys
-from jaxcourse.devices import use_cpu_devices
-
-use_cpu_devices({devices})
-sys.path.insert(0, {tests!r})
-from exercise_answers import constant_verdicts
-
-print({mark!r} + json.dumps(constant_verdicts({ids!r})))
-"""
 
 
 @pytest.fixture(scope="module")
 def verdicts_elsewhere():
     """Verdicts from one fresh process per device count, each computed once."""
-    found: dict[int, dict] = {}
-
-    def on(devices: int) -> dict:
-        if devices not in found:
-            ids = [e for e in IDS if get(e).devices == devices]
-            found[devices] = run_script(
-                _CHILD.format(devices=devices, tests=TESTS, mark=MARK, ids=ids),
-                timeout=1800, env=dict(os.environ, JAX_PLATFORMS="cpu"))
-        return found[devices]
-
-    return on
+    return per_device_count("constant_verdicts")
 
 
 @pytest.mark.parametrize("exercise_id", [

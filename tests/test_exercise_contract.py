@@ -40,12 +40,15 @@ from exercise_answers import (
     topic_of,
     wrong,
 )
-from processes import MARK, assert_no_children_left, run_script, starts_a_process
+from processes import (
+    assert_no_children_left,
+    per_device_count,
+    starts_a_process,
+)
 
 from jaxcourse.exercises import by_chapter, exercise_ids, get, message
 
 ROOT = Path(__file__).resolve().parents[1]
-TESTS = Path(__file__).resolve().parent
 STUB = "    # YOUR CODE HERE\n    raise NotImplementedError()"
 IDS = exercise_ids()
 TOPICS = sorted({topic_of(exercise_id) for exercise_id in IDS})
@@ -73,32 +76,10 @@ RIGHT = [_param(r.exercise_id, r.name, name=r.name)
 
 # ---- judging, in this process or in one per device count --------------------------
 
-_CHILD = """
-import json, sys
-from jaxcourse.devices import use_cpu_devices
-
-use_cpu_devices({devices})
-sys.path.insert(0, {tests!r})
-from exercise_answers import judge_all
-
-print({mark!r} + json.dumps(judge_all({ids!r})))
-"""
-
-
 @pytest.fixture(scope="session")
 def judged_elsewhere():
     """Verdicts from one fresh process per device count, each computed once."""
-    verdicts: dict[int, dict] = {}
-
-    def on(devices: int) -> dict:
-        if devices not in verdicts:
-            ids = [e for e in IDS if get(e).devices == devices]
-            verdicts[devices] = run_script(
-                _CHILD.format(devices=devices, tests=str(TESTS), mark=MARK, ids=ids),
-                timeout=1800, env=dict(os.environ, JAX_PLATFORMS="cpu"))
-        return verdicts[devices]
-
-    return on
+    return per_device_count("judge_all")
 
 
 def verdict(request: pytest.FixtureRequest, exercise_id: str, name: str) -> dict:
