@@ -122,7 +122,8 @@ def test_explorer_starts_with_psum(explorer_states: dict) -> None:
         "each device sends about 24 bytes (1.5 blocks, one-way ring)",
     ]
     assert lines[4] == "device 0: [0, 1, 2, 3] -> [24, 28, 32, 36]"
-    assert state["png"] > 1000 and state["html"].startswith("<pre>")
+    # Marked with its language (lang), as every text of an explorer.
+    assert state["png"] > 1000 and state["html"].startswith('<div lang="en"><pre>')
     assert state["text"].startswith("Collective explorer:")
 
 

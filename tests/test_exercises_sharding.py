@@ -122,9 +122,9 @@ def explorer_states() -> dict:
 def test_explorer_draws_the_initial_layout(explorer_states: dict) -> None:
     state = explorer_states["states"]["initial"]
     assert state["spec"] == "P('a', None)"
-    assert state["layout"].startswith("<pre>P(&#x27;a&#x27;, None) on the 4×2 mesh: "
-                                      "4 pieces of shape (2, 8), each stored on 2 "
-                                      "devices")
+    assert state["layout"].startswith('<div lang="en"><pre>P(&#x27;a&#x27;, None) '
+                                      "on the 4×2 mesh: 4 pieces of shape (2, 8), "
+                                      "each stored on 2 devices")
     assert "CPU 0,1: rows 0:2, columns 0:8" in state["layout"]
     assert "no communication" in state["communication"]
     assert state["text"].startswith("Sharding explorer:")
