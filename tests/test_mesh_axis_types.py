@@ -56,6 +56,8 @@ def _sources() -> list[tuple[str, str]]:
         for path in sorted((ROOT / folder).rglob("*")):
             if ".ipynb_checkpoints" in path.parts or path.name == Path(__file__).name:
                 continue
+            if "blind_answers" in path.parts:
+                continue  # wrong answers kept as written: a benchmark's input
             relative = path.relative_to(ROOT)
             if path.suffix == ".py":
                 sources.append((str(relative), path.read_text(encoding="utf-8")))

@@ -1,0 +1,1550 @@
+"""Wrong answers written from the exercise text alone (chapters 4-6): see benchmarks/named_mistakes.py."""  # noqa: E501
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import AxisType, NamedSharding
+
+from jaxcourse import scaling
+from jaxcourse.scaling import LAYOUTS
+
+P = jax.P
+
+
+def _meshes():
+    """Return the exercise notebook's MESHES, imported as the notebook does."""
+    from solutions.scaling import MESHES
+
+    return MESHES
+
+
+def _linear_loss(params, inputs, targets):
+    """Call the notebook's linear_loss, imported as the notebook does."""
+    from solutions.shard_map import linear_loss
+
+    return linear_loss(params, inputs, targets)
+
+
+# ---------------------------------------------------------------------------
+# Chapter 4, exercise 1: sharding.spec_for_target
+# ---------------------------------------------------------------------------
+
+
+def spec_for_target__rows_a_cols_b():
+    """Writes the chapter's first layout, rows over "a" and columns over "b"."""
+    return P("a", "b")
+
+
+def spec_for_target__columns_only_a():
+    """Splits only the columns, four ways over "a", forgetting the row split."""
+    return P(None, "a")
+
+
+def spec_for_target__rows_only_b():
+    """Splits only the rows, two ways over "b", forgetting the column split."""
+    return P("b", None)
+
+
+def spec_for_target__rows_only_a():
+    """Splits only the rows, four ways over "a"."""
+    return P("a", None)
+
+
+def spec_for_target__columns_only_b():
+    """Splits only the columns, two ways over "b"."""
+    return P(None, "b")
+
+
+def spec_for_target__columns_eight_ways():
+    """Counts eight pieces and splits the columns over both axes."""
+    return P(None, ("a", "b"))
+
+
+def spec_for_target__rows_eight_ways():
+    """Counts eight pieces and splits the rows over both axes."""
+    return P(("a", "b"), None)
+
+
+def spec_for_target__replicated():
+    """Returns the empty spec, which replicates the array on every device."""
+    return P()
+
+
+# ---------------------------------------------------------------------------
+# Chapter 4, exercise 2: sharding.shard_batch
+# ---------------------------------------------------------------------------
+
+
+def shard_batch__params_split_too(params, batch, mesh):
+    """Splits the parameters by rows over "batch" as well as the batch."""
+    split = NamedSharding(mesh, P("batch"))
+    return jax.device_put(params, split), jax.device_put(batch, split)
+
+
+def shard_batch__batch_replicated(params, batch, mesh):
+    """Replicates the batch as well as the parameters: nothing is split."""
+    everywhere = NamedSharding(mesh, P())
+    return jax.device_put(params, everywhere), jax.device_put(batch, everywhere)
+
+
+def shard_batch__batch_by_columns(params, batch, mesh):
+    """Splits the batch by columns (features) instead of by rows (examples)."""
+    params = jax.device_put(params, NamedSharding(mesh, P()))
+    batch = jax.device_put(batch, NamedSharding(mesh, P(None, "batch")))
+    return params, batch
+
+
+def shard_batch__own_mesh(params, batch, mesh):
+    """Builds its own 8-device mesh instead of using the one it is given."""
+    own = jax.make_mesh((8,), ("batch",), axis_types=(AxisType.Auto,))
+    params = jax.device_put(params, NamedSharding(own, P()))
+    batch = jax.device_put(batch, NamedSharding(own, P("batch")))
+    return params, batch
+
+
+def shard_batch__targets_replicated(params, batch, mesh):
+    """Splits the inputs over "batch" but leaves the targets replicated."""
+    inputs, targets = batch
+    params = jax.device_put(params, NamedSharding(mesh, P()))
+    inputs = jax.device_put(inputs, NamedSharding(mesh, P("batch")))
+    targets = jax.device_put(targets, NamedSharding(mesh, P()))
+    return params, (inputs, targets)
+
+
+def shard_batch__params_not_placed(params, batch, mesh):
+    """Places the batch but returns the parameters as the NumPy arrays given."""
+    return params, jax.device_put(batch, NamedSharding(mesh, P("batch")))
+
+
+def shard_batch__roles_swapped(params, batch, mesh):
+    """Swaps the roles: the parameters split over "batch", the batch replicated."""
+    params = jax.device_put(params, NamedSharding(mesh, P("batch")))
+    batch = jax.device_put(batch, NamedSharding(mesh, P()))
+    return params, batch
+
+
+def shard_batch__targets_by_columns(params, batch, mesh):
+    """Splits the inputs by rows but the targets by columns over "batch"."""
+    inputs, targets = batch
+    params = jax.device_put(params, NamedSharding(mesh, P()))
+    inputs = jax.device_put(inputs, NamedSharding(mesh, P("batch", None)))
+    targets = jax.device_put(targets, NamedSharding(mesh, P(None, "batch")))
+    return params, (inputs, targets)
+
+
+# ---------------------------------------------------------------------------
+# Chapter 4, exercise 3: sharding.shard_mlp_2d
+# ---------------------------------------------------------------------------
+
+
+def _place_layers(params, batch, mesh, layer_specs, batch_spec=("batch", None)):
+    """Place each (W, b) with its pair of specs, and the batch with batch_spec."""
+    placed = [
+        (jax.device_put(W, NamedSharding(mesh, w_spec)),
+         jax.device_put(b, NamedSharding(mesh, b_spec)))
+        for (W, b), (w_spec, b_spec) in zip(params, layer_specs, strict=True)
+    ]
+    inputs, targets = batch
+    spec = NamedSharding(mesh, P(*batch_spec))
+    return placed, (jax.device_put(inputs, spec), jax.device_put(targets, spec))
+
+
+def shard_mlp_2d__rows_and_columns_swapped(params, batch, mesh):
+    """Splits layer 1's W by rows and layer 2's by columns, the other way round."""
+    specs = [(P(), P()), (P("model", None), P()), (P(None, "model"), P("model")),
+             (P(), P())]
+    return _place_layers(params, batch, mesh, specs)
+
+
+def shard_mlp_2d__bias_not_split(params, batch, mesh):
+    """Splits layer 1's W by columns but leaves its bias replicated."""
+    specs = [(P(), P()), (P(None, "model"), P()), (P("model", None), P()),
+             (P(), P())]
+    return _place_layers(params, batch, mesh, specs)
+
+
+def shard_mlp_2d__layer2_bias_split(params, batch, mesh):
+    """Splits layer 2's bias over "model" along with its rows."""
+    specs = [(P(), P()), (P(None, "model"), P("model")),
+             (P("model", None), P("model")), (P(), P())]
+    return _place_layers(params, batch, mesh, specs)
+
+
+def shard_mlp_2d__batch_over_both_axes(params, batch, mesh):
+    """Splits the batch rows over both mesh axes instead of over "batch" only."""
+    specs = [(P(), P()), (P(None, "model"), P("model")), (P("model", None), P()),
+             (P(), P())]
+    return _place_layers(params, batch, mesh, specs,
+                         batch_spec=(("batch", "model"), None))
+
+
+def shard_mlp_2d__weights_over_batch_axis(params, batch, mesh):
+    """Splits the middle layers' weights over "batch" instead of "model"."""
+    specs = [(P(), P()), (P(None, "batch"), P("batch")), (P("batch", None), P()),
+             (P(), P())]
+    return _place_layers(params, batch, mesh, specs)
+
+
+def shard_mlp_2d__layers_off_by_one(params, batch, mesh):
+    """Counts layers from 1: splits layers 0 and 1 instead of 1 and 2."""
+    specs = [(P(None, "model"), P("model")), (P("model", None), P()), (P(), P()),
+             (P(), P())]
+    return _place_layers(params, batch, mesh, specs)
+
+
+def shard_mlp_2d__every_layer_alternates(params, batch, mesh):
+    """Alternates column and row splits over all four layers, first and last too."""
+    specs = [(P(None, "model"), P("model")), (P("model", None), P()),
+             (P(None, "model"), P("model")), (P("model", None), P())]
+    return _place_layers(params, batch, mesh, specs)
+
+
+def shard_mlp_2d__batch_columns_over_model(params, batch, mesh):
+    """Splits the batch's columns over "model" as well as its rows over "batch"."""
+    specs = [(P(), P()), (P(None, "model"), P("model")), (P("model", None), P()),
+             (P(), P())]
+    return _place_layers(params, batch, mesh, specs, batch_spec=("batch", "model"))
+
+
+# ---------------------------------------------------------------------------
+# Chapter 4, exercise 4: sharding.make_hidden_layer
+# ---------------------------------------------------------------------------
+
+
+def make_hidden_layer__no_constraint(mesh):
+    """Leaves the result unconstrained, so it keeps the layout of x."""
+    @jax.jit
+    def hidden_layer(x, w):
+        return jax.nn.relu(x @ w)
+
+    return hidden_layer
+
+
+def make_hidden_layer__transposed_spec(mesh):
+    """Constrains the result to P("model", "batch"), the axes the wrong way round."""
+    @jax.jit
+    def hidden_layer(x, w):
+        h = jax.nn.relu(x @ w)
+        return lax.with_sharding_constraint(h, NamedSharding(mesh, P("model", "batch")))
+
+    return hidden_layer
+
+
+def make_hidden_layer__rows_not_split(mesh):
+    """Constrains the result to P(None, "model"), dropping the row split."""
+    @jax.jit
+    def hidden_layer(x, w):
+        h = jax.nn.relu(x @ w)
+        return lax.with_sharding_constraint(h, NamedSharding(mesh, P(None, "model")))
+
+    return hidden_layer
+
+
+def make_hidden_layer__rows_over_both_axes(mesh):
+    """Constrains the rows over both axes instead of the columns over "model"."""
+    @jax.jit
+    def hidden_layer(x, w):
+        h = jax.nn.relu(x @ w)
+        spec = P(("batch", "model"), None)
+        return lax.with_sharding_constraint(h, NamedSharding(mesh, spec))
+
+    return hidden_layer
+
+
+def make_hidden_layer__constrain_w_rows(mesh):
+    """Constrains w by rows over "model", the contracted dimension, not the result."""
+    @jax.jit
+    def hidden_layer(x, w):
+        w = lax.with_sharding_constraint(w, NamedSharding(mesh, P("model", None)))
+        return jax.nn.relu(x @ w)
+
+    return hidden_layer
+
+
+def make_hidden_layer__constrain_input_and_output(mesh):
+    """Constrains x to P("batch", "model") too, splitting the contracted columns."""
+    target = NamedSharding(mesh, P("batch", "model"))
+
+    @jax.jit
+    def hidden_layer(x, w):
+        x = lax.with_sharding_constraint(x, target)
+        return lax.with_sharding_constraint(jax.nn.relu(x @ w), target)
+
+    return hidden_layer
+
+
+def make_hidden_layer__own_mesh(mesh):
+    """Builds its own 4x2 mesh instead of using the one it is given."""
+    own = jax.make_mesh((4, 2), ("batch", "model"),
+                        axis_types=(AxisType.Auto, AxisType.Auto))
+
+    @jax.jit
+    def hidden_layer(x, w):
+        h = jax.nn.relu(x @ w)
+        return lax.with_sharding_constraint(h, NamedSharding(own, P("batch", "model")))
+
+    return hidden_layer
+
+
+def make_hidden_layer__forgot_relu(mesh):
+    """Constrains the product correctly but never applies the ReLU."""
+    @jax.jit
+    def hidden_layer(x, w):
+        return lax.with_sharding_constraint(x @ w,
+                                           NamedSharding(mesh, P("batch", "model")))
+
+    return hidden_layer
+
+
+# ---------------------------------------------------------------------------
+# Chapter 4, exercise 5: sharding.explicit_product
+# ---------------------------------------------------------------------------
+
+
+def _two_entries(spec):
+    """Return the spec's entries padded with None to two dimensions."""
+    entries = tuple(spec)
+    return entries + (None,) * (2 - len(entries))
+
+
+def explicit_product__plain_matmul(x, y, spec):
+    """Writes x @ y and ignores spec: JAX refuses the ambiguous product."""
+    return x @ y
+
+
+def explicit_product__replicated_out(x, y, spec):
+    """Resolves the ambiguity with out_sharding=P(), a replicated result."""
+    return jnp.matmul(x, y, out_sharding=P())
+
+
+def explicit_product__transposed_spec(x, y, spec):
+    """Passes spec's entries in reverse order as the out_sharding."""
+    rows, cols = _two_entries(spec)
+    return jnp.matmul(x, y, out_sharding=P(cols, rows))
+
+
+def explicit_product__hardcoded_axis(x, y, spec):
+    """Writes out_sharding=P("X", None) from the example instead of using spec."""
+    return jnp.matmul(x, y, out_sharding=P("X", None))
+
+
+def explicit_product__einsum_transposed(x, y, spec):
+    """Writes the einsum's output indices as "ki", returning the transpose."""
+    return jnp.einsum("ij,jk->ki", x, y, out_sharding=spec)
+
+
+def explicit_product__numpy_then_place(x, y, spec):
+    """Multiplies in NumPy and places the result: breaks under jax.jit."""
+    product = np.asarray(x) @ np.asarray(y)
+    return jax.device_put(product, spec)
+
+
+def explicit_product__operands_swapped(x, y, spec):
+    """Multiplies y @ x instead of x @ y."""
+    return jnp.matmul(y, x, out_sharding=spec)
+
+
+def explicit_product__replicate_operands(x, y, spec):
+    """Reshards both operands to replicated and forgets to lay the result out."""
+    return jax.reshard(x, P()) @ jax.reshard(y, P())
+
+
+# ---------------------------------------------------------------------------
+# Chapter 5, exercise 1: shard_map.global_mean
+# ---------------------------------------------------------------------------
+
+
+def global_mean__psum_no_divide(x, mesh):
+    """Sums the shards' means with psum but never divides by the device count."""
+    def per_device(block):
+        return lax.psum(jnp.mean(block), "i")
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=P("i"), out_specs=P())(x)
+
+
+def global_mean__pmean_of_sums(x, mesh):
+    """Averages the local sums with pmean instead of the local means."""
+    def per_device(block):
+        return lax.pmean(jnp.sum(block), "i")
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=P("i"), out_specs=P())(x)
+
+
+def global_mean__gather_everything(x, mesh):
+    """Gathers all of x onto every device with all_gather, then takes the mean."""
+    def per_device(block):
+        return jnp.mean(lax.all_gather(block, "i", tiled=True, to="invarying"))
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=P("i"), out_specs=P())(x)
+
+
+def global_mean__no_collective(x, mesh):
+    """Returns each device's own mean, silencing the check with check_vma=False."""
+    return jax.shard_map(jnp.mean, mesh=mesh, in_specs=P("i"), out_specs=P(),
+                         check_vma=False)(x)
+
+
+def global_mean__psum_whole_block(x, mesh):
+    """Sums whole blocks element-wise with psum, sending a block, not one number."""
+    def per_device(block):
+        return jnp.mean(lax.psum(block, "i")) / lax.axis_size("i")
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=P("i"), out_specs=P())(x)
+
+
+def global_mean__replicated_input(x, mesh):
+    """Declares x replicated with in_specs=P(), so every device gets all of it."""
+    return jax.shard_map(jnp.mean, mesh=mesh, in_specs=P(), out_specs=P())(x)
+
+
+def global_mean__no_shard_map(x, mesh):
+    """Calls jnp.mean under jit and lets the compiler choose, without shard_map."""
+    return jax.jit(jnp.mean)(x)
+
+
+def global_mean__one_copy_per_device(x, mesh):
+    """Returns one copy of the mean per device with out_specs=P("i")."""
+    def per_device(block):
+        return lax.pmean(jnp.mean(block), "i").reshape(1)
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=P("i"),
+                         out_specs=P("i"))(x)
+
+
+def global_mean__wrong_axis_name(x, mesh):
+    """Calls pmean over "batch", an axis the mesh does not have."""
+    def per_device(block):
+        return lax.pmean(jnp.mean(block), "batch")
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=P("i"), out_specs=P())(x)
+
+
+# ---------------------------------------------------------------------------
+# Chapter 5, exercise 2: shard_map.allgather_matmul
+# ---------------------------------------------------------------------------
+
+_ROWS = P("i", None)
+
+
+def _own_columns(lhs_block, width):
+    """Return this device's block of columns of lhs_block, width wide."""
+    start = lax.axis_index("i") * width
+    return lax.dynamic_slice_in_dim(lhs_block, start, width, axis=1)
+
+
+def allgather_matmul__both_gathered(lhs, rhs, mesh):
+    """Gathers both operands and returns the whole product, replicated."""
+    def per_device(lhs_block, rhs_block):
+        lhs_all = lax.all_gather(lhs_block, "i", tiled=True, to="invarying")
+        rhs_all = lax.all_gather(rhs_block, "i", tiled=True, to="invarying")
+        return lhs_all @ rhs_all
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=(_ROWS, _ROWS),
+                         out_specs=P())(lhs, rhs)
+
+
+def allgather_matmul__untiled_gather(lhs, rhs, mesh):
+    """Forgets tiled=True, so the gathered rhs has a new leading axis."""
+    def per_device(lhs_block, rhs_block):
+        return lhs_block @ lax.all_gather(rhs_block, "i")
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=(_ROWS, _ROWS),
+                         out_specs=_ROWS)(lhs, rhs)
+
+
+def allgather_matmul__no_collective(lhs, rhs, mesh):
+    """Multiplies its own columns of lhs by its rows of rhs: a partial sum only."""
+    def per_device(lhs_block, rhs_block):
+        return _own_columns(lhs_block, rhs_block.shape[0]) @ rhs_block
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=(_ROWS, _ROWS),
+                         out_specs=_ROWS)(lhs, rhs)
+
+
+def allgather_matmul__partial_then_psum(lhs, rhs, mesh):
+    """Adds the partial products with psum, mixing different devices' rows."""
+    def per_device(lhs_block, rhs_block):
+        partial = _own_columns(lhs_block, rhs_block.shape[0]) @ rhs_block
+        return lax.psum(partial, "i")
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=(_ROWS, _ROWS),
+                         out_specs=_ROWS)(lhs, rhs)
+
+
+def allgather_matmul__chapter_in_specs(lhs, rhs, mesh):
+    """Copies the chapter's in_specs, rhs by columns, so rhs is resharded first."""
+    def per_device(lhs_block, rhs_block):
+        return lhs_block @ lax.all_gather(rhs_block, "i", axis=1, tiled=True)
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=(_ROWS, P(None, "i")),
+                         out_specs=_ROWS)(lhs, rhs)
+
+
+def allgather_matmul__ppermute_ring(lhs, rhs, mesh):
+    """Passes rhs round a ring of ppermutes instead of using all_gather."""
+    n = mesh.shape["i"]
+    pairs = [(d, (d + 1) % n) for d in range(n)]
+
+    def per_device(lhs_block, rhs_block):
+        width = rhs_block.shape[0]
+        me = lax.axis_index("i")
+        out = jnp.zeros((lhs_block.shape[0], rhs_block.shape[1]), lhs_block.dtype)
+        for step in range(n):
+            owner = (me - step) % n
+            columns = lax.dynamic_slice_in_dim(lhs_block, owner * width, width, axis=1)
+            out = out + columns @ rhs_block
+            if step < n - 1:
+                rhs_block = lax.ppermute(rhs_block, "i", perm=pairs)
+        return out
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=(_ROWS, _ROWS),
+                         out_specs=_ROWS)(lhs, rhs)
+
+
+def allgather_matmul__replicated_out(lhs, rhs, mesh):
+    """Declares out_specs=P() with check_vma=False, keeping only device 0's rows."""
+    def per_device(lhs_block, rhs_block):
+        return lhs_block @ lax.all_gather(rhs_block, "i", tiled=True)
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=(_ROWS, _ROWS),
+                         out_specs=P(), check_vma=False)(lhs, rhs)
+
+
+def allgather_matmul__no_shard_map(lhs, rhs, mesh):
+    """Calls jnp.matmul under jit and lets the compiler choose the collectives."""
+    return jax.jit(jnp.matmul)(lhs, rhs)
+
+
+# ---------------------------------------------------------------------------
+# Chapter 5, exercise 3: shard_map.reduce_scatter_matmul
+# ---------------------------------------------------------------------------
+
+_COLS = P(None, "i")
+
+
+def reduce_scatter_matmul__scatter_columns(lhs, rhs, mesh):
+    """Copies the chapter's scatter_dimension=1: the result is split by columns."""
+    def per_device(lhs_block, rhs_block):
+        return lax.psum_scatter(lhs_block @ rhs_block, "i", scatter_dimension=1,
+                                tiled=True)
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=(_COLS, _ROWS),
+                         out_specs=_COLS)(lhs, rhs)
+
+
+def reduce_scatter_matmul__scatter_columns_rows_spec(lhs, rhs, mesh):
+    """Scatters along columns but declares the result split by rows."""
+    def per_device(lhs_block, rhs_block):
+        return lax.psum_scatter(lhs_block @ rhs_block, "i", scatter_dimension=1,
+                                tiled=True)
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=(_COLS, _ROWS),
+                         out_specs=_ROWS)(lhs, rhs)
+
+
+def reduce_scatter_matmul__psum_then_slice(lhs, rhs, mesh):
+    """Sums the whole product with psum, then slices its own rows: an all-reduce."""
+    def per_device(lhs_block, rhs_block):
+        total = lax.psum(lhs_block @ rhs_block, "i")
+        height = total.shape[0] // lax.axis_size("i")
+        return lax.dynamic_slice_in_dim(total, lax.axis_index("i") * height, height,
+                                        axis=0)
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=(_COLS, _ROWS),
+                         out_specs=_ROWS)(lhs, rhs)
+
+
+def reduce_scatter_matmul__psum_replicated(lhs, rhs, mesh):
+    """Sums the partial products with psum and returns them replicated."""
+    def per_device(lhs_block, rhs_block):
+        return lax.psum(lhs_block @ rhs_block, "i")
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=(_COLS, _ROWS),
+                         out_specs=P())(lhs, rhs)
+
+
+def reduce_scatter_matmul__untiled(lhs, rhs, mesh):
+    """Forgets tiled=True in psum_scatter, which then drops the scattered axis."""
+    def per_device(lhs_block, rhs_block):
+        return lax.psum_scatter(lhs_block @ rhs_block, "i", scatter_dimension=0)
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=(_COLS, _ROWS),
+                         out_specs=_ROWS)(lhs, rhs)
+
+
+def reduce_scatter_matmul__no_collective(lhs, rhs, mesh):
+    """Returns the partial products unsummed, stacked by rows."""
+    def per_device(lhs_block, rhs_block):
+        return lhs_block @ rhs_block
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=(_COLS, _ROWS),
+                         out_specs=_ROWS)(lhs, rhs)
+
+
+def reduce_scatter_matmul__averaged(lhs, rhs, mesh):
+    """Divides the reduce-scattered sum by the device count, as if averaging."""
+    def per_device(lhs_block, rhs_block):
+        piece = lax.psum_scatter(lhs_block @ rhs_block, "i", scatter_dimension=0,
+                                 tiled=True)
+        return piece / lax.axis_size("i")
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=(_COLS, _ROWS),
+                         out_specs=_ROWS)(lhs, rhs)
+
+
+def reduce_scatter_matmul__gather_operands(lhs, rhs, mesh):
+    """Gathers both operands with all_gather, then multiplies its own rows."""
+    def per_device(lhs_block, rhs_block):
+        lhs_all = lax.all_gather(lhs_block, "i", axis=1, tiled=True)
+        rhs_all = lax.all_gather(rhs_block, "i", axis=0, tiled=True)
+        height = lhs_all.shape[0] // lax.axis_size("i")
+        rows = lax.dynamic_slice_in_dim(lhs_all, lax.axis_index("i") * height,
+                                        height, axis=0)
+        return rows @ rhs_all
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=(_COLS, _ROWS),
+                         out_specs=_ROWS)(lhs, rhs)
+
+
+# ---------------------------------------------------------------------------
+# Chapter 5, exercise 4: shard_map.ring_shift
+# ---------------------------------------------------------------------------
+
+
+def _shift(x, mesh, pairs, spec=_ROWS, axis_name="i"):
+    """Run a ppermute with pairs over axis_name in a shard_map with spec."""
+    def per_device(block):
+        return lax.ppermute(block, axis_name, perm=pairs)
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=spec, out_specs=spec)(x)
+
+
+def ring_shift__wrong_direction(x, mesh):
+    """Sends every block to the previous device, d to d - 1."""
+    n = mesh.shape["i"]
+    return _shift(x, mesh, [(d, (d - 1) % n) for d in range(n)])
+
+
+def ring_shift__no_wraparound(x, mesh):
+    """Leaves out the pair from the last device to device 0."""
+    n = mesh.shape["i"]
+    return _shift(x, mesh, [(d, d + 1) for d in range(n - 1)])
+
+
+def ring_shift__hardcoded_eight(x, mesh):
+    """Writes the ring for eight devices, which breaks on the 4-device mesh."""
+    return _shift(x, mesh, [(d, (d + 1) % 8) for d in range(8)])
+
+
+def ring_shift__local_roll(x, mesh):
+    """Rolls each device's own block by one row, with no communication."""
+    def per_device(block):
+        return jnp.roll(block, 1, axis=0)
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=_ROWS, out_specs=_ROWS)(x)
+
+
+def ring_shift__jnp_roll_no_shard_map(x, mesh):
+    """Calls jnp.roll under jit on the whole array instead of writing a ppermute."""
+    rows = x.shape[0] // mesh.shape["i"]
+    return jax.jit(lambda a: jnp.roll(a, rows, axis=0))(x)
+
+
+def ring_shift__gather_and_roll(x, mesh):
+    """Gathers all of x, rolls it, and keeps its own block: an all-gather."""
+    def per_device(block):
+        rows = block.shape[0]
+        whole = lax.all_gather(block, "i", tiled=True)
+        rolled = jnp.roll(whole, rows, axis=0)
+        return lax.dynamic_slice_in_dim(rolled, lax.axis_index("i") * rows, rows,
+                                        axis=0)
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=_ROWS, out_specs=_ROWS)(x)
+
+
+def ring_shift__columns(x, mesh):
+    """Uses P(None, "i") and shifts blocks of columns instead of rows."""
+    n = mesh.shape["i"]
+    return _shift(x, mesh, [(d, (d + 1) % n) for d in range(n)], spec=_COLS)
+
+
+def ring_shift__wrong_axis_name(x, mesh):
+    """Calls ppermute over "x", an axis the mesh does not have."""
+    n = mesh.shape["i"]
+    return _shift(x, mesh, [(d, (d + 1) % n) for d in range(n)], axis_name="x")
+
+
+# ---------------------------------------------------------------------------
+# Chapter 5, exercise 5: shard_map.global_positions
+# ---------------------------------------------------------------------------
+
+
+def _positions(x, mesh, start_of):
+    """Run start_of(block) + arange(len(block)) per device, in a shard_map."""
+    def per_device(block):
+        return start_of(block) + jnp.arange(block.shape[0], dtype=jnp.int32)
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=P("i"), out_specs=P("i"))(x)
+
+
+def global_positions__no_offset(x, mesh):
+    """Forgets the block's offset: every device counts from 0."""
+    return _positions(x, mesh, lambda block: 0)
+
+
+def global_positions__index_not_scaled(x, mesh):
+    """Adds axis_index without multiplying it by the block length."""
+    return _positions(x, mesh, lambda block: lax.axis_index("i"))
+
+
+def global_positions__scaled_by_devices(x, mesh):
+    """Multiplies axis_index by the number of devices instead of the block length."""
+    return _positions(x, mesh, lambda block: lax.axis_index("i") * lax.axis_size("i"))
+
+
+def global_positions__off_by_one_block(x, mesh):
+    """Starts each block one block too late, at (index + 1) * length."""
+    return _positions(x, mesh,
+                      lambda block: (lax.axis_index("i") + 1) * block.shape[0])
+
+
+def global_positions__float_dtype(x, mesh):
+    """Builds the positions in x's dtype (float32) instead of int32."""
+    def per_device(block):
+        start = lax.axis_index("i") * block.shape[0]
+        return (start + jnp.arange(block.shape[0])).astype(block.dtype)
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=P("i"), out_specs=P("i"))(x)
+
+
+def global_positions__no_shard_map(x, mesh):
+    """Builds jnp.arange of the whole length and places it like x, no shard_map."""
+    return jax.device_put(jnp.arange(x.shape[0], dtype=jnp.int32), x.sharding)
+
+
+def global_positions__psum_total_length(x, mesh):
+    """Counts the whole length with a psum to find the block size: an all-reduce."""
+    def start_of(block):
+        total = lax.psum(jnp.sum(block == block), "i")
+        return lax.axis_index("i") * (total // lax.axis_size("i"))
+
+    return _positions(x, mesh, start_of)
+
+
+def global_positions__global_length(x, mesh):
+    """Uses the global x's length as the stride instead of the block's."""
+    return _positions(x, mesh, lambda block: lax.axis_index("i") * x.shape[0])
+
+
+# ---------------------------------------------------------------------------
+# Chapter 5, exercise 6: shard_map.data_parallel_grads
+# ---------------------------------------------------------------------------
+
+_DP_SPECS = (P(), P("batch"), P("batch"))
+
+
+def data_parallel_grads__pmean_after_grad(params, inputs, targets, mesh):
+    """Differentiates the local loss, then averages the gradients with pmean."""
+    def per_device(params, inputs, targets):
+        return lax.pmean(jax.grad(_linear_loss)(params, inputs, targets), "batch")
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=_DP_SPECS,
+                         out_specs=P())(params, inputs, targets)
+
+
+def data_parallel_grads__psum_after_grad(params, inputs, targets, mesh):
+    """Differentiates the local loss, then sums the gradients with psum."""
+    def per_device(params, inputs, targets):
+        return lax.psum(jax.grad(_linear_loss)(params, inputs, targets), "batch")
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=_DP_SPECS,
+                         out_specs=P())(params, inputs, targets)
+
+
+def data_parallel_grads__grad_of_psum_loss(params, inputs, targets, mesh):
+    """Differentiates the psum of the local losses instead of their mean."""
+    def per_device(params, inputs, targets):
+        def total_loss(p):
+            return lax.psum(_linear_loss(p, inputs, targets), "batch")
+
+        return jax.grad(total_loss)(params)
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=_DP_SPECS,
+                         out_specs=P())(params, inputs, targets)
+
+
+def data_parallel_grads__local_grad_vma_off(params, inputs, targets, mesh):
+    """Returns each device's local gradient, with check_vma=False and no collective."""
+    def per_device(params, inputs, targets):
+        return jax.grad(_linear_loss)(params, inputs, targets)
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=_DP_SPECS, out_specs=P(),
+                         check_vma=False)(params, inputs, targets)
+
+
+def data_parallel_grads__psum_vma_off(params, inputs, targets, mesh):
+    """Turns check_vma off and sums the local gradients instead of averaging."""
+    def per_device(params, inputs, targets):
+        return lax.psum(jax.grad(_linear_loss)(params, inputs, targets), "batch")
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=_DP_SPECS, out_specs=P(),
+                         check_vma=False)(params, inputs, targets)
+
+
+def data_parallel_grads__divided_again(params, inputs, targets, mesh):
+    """Differentiates the pmean'd loss, then divides by the device count again."""
+    def per_device(params, inputs, targets):
+        def global_loss(p):
+            return lax.pmean(_linear_loss(p, inputs, targets), "batch")
+
+        grads = jax.grad(global_loss)(params)
+        return jax.tree.map(lambda g: g / lax.axis_size("batch"), grads)
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=_DP_SPECS,
+                         out_specs=P())(params, inputs, targets)
+
+
+def data_parallel_grads__out_specs_batch(params, inputs, targets, mesh):
+    """Returns the gradients with out_specs=P("batch"), one copy per device."""
+    def per_device(params, inputs, targets):
+        def global_loss(p):
+            return lax.pmean(_linear_loss(p, inputs, targets), "batch")
+
+        return jax.grad(global_loss)(params)
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=_DP_SPECS,
+                         out_specs=P("batch"))(params, inputs, targets)
+
+
+def data_parallel_grads__no_shard_map(params, inputs, targets, mesh):
+    """Calls jax.grad under jit on the sharded arrays, without a shard_map."""
+    return jax.jit(jax.grad(_linear_loss))(params, inputs, targets)
+
+
+def data_parallel_grads__wrong_axis_name(params, inputs, targets, mesh):
+    """Averages the loss over "i", the axis name of the earlier exercises."""
+    def per_device(params, inputs, targets):
+        def global_loss(p):
+            return lax.pmean(_linear_loss(p, inputs, targets), "i")
+
+        return jax.grad(global_loss)(params)
+
+    return jax.shard_map(per_device, mesh=mesh, in_specs=_DP_SPECS,
+                         out_specs=P())(params, inputs, targets)
+
+
+# ---------------------------------------------------------------------------
+# Chapter 6, exercise 1: scaling.state_bytes_per_device
+# ---------------------------------------------------------------------------
+
+_PIECES = {"data parallel": lambda data, model: 1,
+           "FSDP": lambda data, model: data,
+           "tensor parallel": lambda data, model: model,
+           "FSDP + TP": lambda data, model: data * model}
+
+
+def state_bytes_per_device__forgot_gradients(size, layout, data, model):
+    """Counts parameters and Adam's two moments but not the gradients."""
+    pieces = _PIECES[layout](data, model)
+    return 3 * scaling.param_count(size) * 4 // pieces
+
+
+def state_bytes_per_device__forgot_bytes_per_number(size, layout, data, model):
+    """Counts four numbers per parameter but forgets that each is 4 bytes."""
+    pieces = _PIECES[layout](data, model)
+    return 4 * scaling.param_count(size) // pieces
+
+
+def state_bytes_per_device__bfloat16(size, layout, data, model):
+    """Counts 2 bytes per number, as for bfloat16, instead of float32's 4."""
+    pieces = _PIECES[layout](data, model)
+    return 4 * scaling.param_count(size) * 2 // pieces
+
+
+def state_bytes_per_device__axes_swapped(size, layout, data, model):
+    """Divides FSDP by the "model" axis and tensor parallelism by "data"."""
+    pieces = {"data parallel": 1, "FSDP": model, "tensor parallel": data,
+              "FSDP + TP": data * model}[layout]
+    return 16 * scaling.param_count(size) // pieces
+
+
+def state_bytes_per_device__all_devices(size, layout, data, model):
+    """Divides every sharded layout by all the devices, data * model."""
+    pieces = 1 if layout == "data parallel" else data * model
+    return 16 * scaling.param_count(size) // pieces
+
+
+def state_bytes_per_device__data_parallel_split(size, layout, data, model):
+    """Divides data parallelism's state by "data" too, as if it split the weights."""
+    pieces = {"data parallel": data, "FSDP": data, "tensor parallel": model,
+              "FSDP + TP": data * model}[layout]
+    return 16 * scaling.param_count(size) // pieces
+
+
+def state_bytes_per_device__fsdp_tp_added(size, layout, data, model):
+    """Divides FSDP + TP by data + model instead of data * model."""
+    pieces = {"data parallel": 1, "FSDP": data, "tensor parallel": model,
+              "FSDP + TP": data + model}[layout]
+    return 16 * scaling.param_count(size) // pieces
+
+
+def state_bytes_per_device__full_gradients(size, layout, data, model):
+    """Splits parameters and moments but keeps whole gradients on every device."""
+    pieces = _PIECES[layout](data, model)
+    n = scaling.param_count(size)
+    return 3 * n * 4 // pieces + n * 4
+
+
+def state_bytes_per_device__adam_count_included(size, layout, data, model):
+    """Adds Adam's 4-byte step count, which the text says to leave out."""
+    pieces = _PIECES[layout](data, model)
+    return 16 * scaling.param_count(size) // pieces + 4
+
+
+# ---------------------------------------------------------------------------
+# Chapter 6, exercise 2: scaling.fsdp_specs
+# ---------------------------------------------------------------------------
+
+
+def _same_specs(params, w_in, w_out):
+    """Return one {"w_in": w_in, "w_out": w_out} dict per block of params."""
+    return [{"w_in": w_in, "w_out": w_out} for _ in params]
+
+
+def fsdp_specs__second_dimension(params):
+    """Splits every weight's second dimension over "data" instead of its first."""
+    return _same_specs(params, P(None, "data"), P(None, "data"))
+
+
+def fsdp_specs__w_out_transposed(params):
+    """Splits w_in by rows but w_out by columns, along the hidden units both times."""
+    return _same_specs(params, P("data", None), P(None, "data"))
+
+
+def fsdp_specs__model_axis(params):
+    """Splits the first dimension over "model" instead of "data"."""
+    return _same_specs(params, P("model", None), P("model", None))
+
+
+def fsdp_specs__both_axes(params):
+    """Splits the first dimension over both mesh axes, data and model."""
+    return _same_specs(params, P(("data", "model"), None), P(("data", "model"), None))
+
+
+def fsdp_specs__replicated(params):
+    """Returns P() for every weight: data parallelism, nothing split."""
+    return _same_specs(params, P(), P())
+
+
+def fsdp_specs__fsdp_plus_tp(params):
+    """Copies the chapter's FSDP + TP specs, which split over "model" too."""
+    return _same_specs(params, P("data", "model"), P("model", "data"))
+
+
+def fsdp_specs__flat_list(params):
+    """Returns a flat list with one spec per weight, not a tree like params."""
+    return [P("data", None) for _ in jax.tree.leaves(params)]
+
+
+def fsdp_specs__only_w_in(params):
+    """Splits w_in over "data" but leaves w_out replicated."""
+    return _same_specs(params, P("data", None), P())
+
+
+# ---------------------------------------------------------------------------
+# Chapter 6, exercise 3: scaling.tp_mlp
+# ---------------------------------------------------------------------------
+
+_TP_IN = (P("data", None), P(None, "model"), P("model", None))
+_TP_OUT = P("data", None)
+
+
+def _tp(per_device, mesh, out_specs=_TP_OUT, check_vma=True):
+    """Wrap per_device in the exercise's shard_map with the given out_specs."""
+    return jax.shard_map(per_device, mesh=mesh, in_specs=_TP_IN, out_specs=out_specs,
+                         check_vma=check_vma)
+
+
+def tp_mlp__no_psum(x, w_in, w_out, mesh):
+    """Forgets the psum and turns check_vma off: a partial sum is returned."""
+    def per_device(x, w_in, w_out):
+        return jax.nn.relu(x @ w_in) @ w_out
+
+    return _tp(per_device, mesh, check_vma=False)(x, w_in, w_out)
+
+
+def tp_mlp__pmean(x, w_in, w_out, mesh):
+    """Combines the partial products with pmean instead of psum."""
+    def per_device(x, w_in, w_out):
+        return lax.pmean(jax.nn.relu(x @ w_in) @ w_out, "model")
+
+    return _tp(per_device, mesh)(x, w_in, w_out)
+
+
+def tp_mlp__psum_over_data(x, w_in, w_out, mesh):
+    """Sums over "data", the batch axis, instead of "model"."""
+    def per_device(x, w_in, w_out):
+        return lax.psum(jax.nn.relu(x @ w_in) @ w_out, "data")
+
+    return _tp(per_device, mesh)(x, w_in, w_out)
+
+
+def tp_mlp__gather_weights(x, w_in, w_out, mesh):
+    """Gathers both weights whole with all_gather and multiplies locally."""
+    def per_device(x, w_in, w_out):
+        w_in_all = lax.all_gather(w_in, "model", axis=1, tiled=True, to="invarying")
+        w_out_all = lax.all_gather(w_out, "model", axis=0, tiled=True,
+                                   to="invarying")
+        return jax.nn.relu(x @ w_in_all) @ w_out_all
+
+    return _tp(per_device, mesh)(x, w_in, w_out)
+
+
+def tp_mlp__relu_after_psum(x, w_in, w_out, mesh):
+    """Applies the ReLU after the psum instead of to the hidden units."""
+    def per_device(x, w_in, w_out):
+        return jax.nn.relu(lax.psum((x @ w_in) @ w_out, "model"))
+
+    return _tp(per_device, mesh)(x, w_in, w_out)
+
+
+def tp_mlp__reduce_scatter(x, w_in, w_out, mesh):
+    """Uses psum_scatter, leaving the output's columns split over "model"."""
+    def per_device(x, w_in, w_out):
+        return lax.psum_scatter(jax.nn.relu(x @ w_in) @ w_out, "model",
+                                scatter_dimension=1, tiled=True)
+
+    return _tp(per_device, mesh, out_specs=P("data", "model"))(x, w_in, w_out)
+
+
+def tp_mlp__out_specs_model(x, w_in, w_out, mesh):
+    """Sums with psum but declares out_specs=P("data", "model")."""
+    def per_device(x, w_in, w_out):
+        return lax.psum(jax.nn.relu(x @ w_in) @ w_out, "model")
+
+    return _tp(per_device, mesh, out_specs=P("data", "model"))(x, w_in, w_out)
+
+
+def tp_mlp__extra_psum_over_data(x, w_in, w_out, mesh):
+    """Sums over "model" and then over "data" as well, adding different rows."""
+    def per_device(x, w_in, w_out):
+        return lax.psum(lax.psum(jax.nn.relu(x @ w_in) @ w_out, "model"), "data")
+
+    return _tp(per_device, mesh)(x, w_in, w_out)
+
+
+def tp_mlp__no_shard_map(x, w_in, w_out, mesh):
+    """Writes the block in Auto mode under jit and leaves the collectives to XLA."""
+    @jax.jit
+    def block(x, w_in, w_out):
+        out = jax.nn.relu(x @ w_in) @ w_out
+        return lax.with_sharding_constraint(out, NamedSharding(mesh, _TP_OUT))
+
+    return block(x, w_in, w_out)
+
+
+# ---------------------------------------------------------------------------
+# Chapter 6, exercise 4: scaling.collective_bytes
+# ---------------------------------------------------------------------------
+
+
+def collective_bytes__all_reduce_like_gather(kind, nbytes, n):
+    """Prices an all-reduce like an all-gather, forgetting the factor 2."""
+    return nbytes * (n - 1) / n
+
+
+def collective_bytes__whole_operand(kind, nbytes, n):
+    """Sends the whole operand (twice for an all-reduce), forgetting (n - 1)/n."""
+    if n == 1:
+        return 0
+    return 2 * nbytes if kind == "all-reduce" else nbytes
+
+
+def collective_bytes__operand_as_block(kind, nbytes, n):
+    """Treats nbytes as one device's block and sends it to each of n - 1 others."""
+    factor = 2 if kind == "all-reduce" else 1
+    return factor * nbytes * (n - 1)
+
+
+def collective_bytes__reduce_scatter_like_all_reduce(kind, nbytes, n):
+    """Prices a reduce-scatter like an all-reduce, since both reduce."""
+    factor = 1 if kind == "all-gather" else 2
+    return factor * nbytes * (n - 1) / n
+
+
+def collective_bytes__all_reduce_on_pieces(kind, nbytes, n):
+    """Prices the all-reduce's two halves on 1/n pieces: 2 S (n - 1) / n**2."""
+    if kind == "all-reduce":
+        return 2 * nbytes * (n - 1) / n**2
+    return nbytes * (n - 1) / n
+
+
+def collective_bytes__one_piece(kind, nbytes, n):
+    """Sends one 1/n piece (two for an all-reduce) instead of n - 1 of them."""
+    if n == 1:
+        return 0
+    factor = 2 if kind == "all-reduce" else 1
+    return factor * nbytes / n
+
+
+def collective_bytes__naive_all_reduce(kind, nbytes, n):
+    """Prices an all-reduce as sending the whole operand to every other device."""
+    if kind == "all-reduce":
+        return nbytes * (n - 1)
+    return nbytes * (n - 1) / n
+
+
+def collective_bytes__sent_and_received(kind, nbytes, n):
+    """Counts the bytes sent and received, twice the bytes sent."""
+    factor = 2 if kind == "all-reduce" else 1
+    return 2 * factor * nbytes * (n - 1) / n
+
+
+# ---------------------------------------------------------------------------
+# Chapter 6, exercise 5: scaling.best_layout
+# ---------------------------------------------------------------------------
+
+
+def _useful(layout, data, model):
+    """Return whether every device does something this layout needs."""
+    if layout in ("data parallel", "FSDP"):
+        return (data, model) == (8, 1)
+    if layout == "tensor parallel":
+        return model > 1
+    return data > 1 and model > 1
+
+
+def _sent(size, layout, batch, data, model, regather=False, group=None):
+    """Return the bytes one device sends per step, priced on rings."""
+    found = scaling.predicted_collectives(size, layout, batch, data, model,
+                                          regather=regather)
+    return round(sum(scaling.ring_bytes(c.kind, c.nbytes, group or c.group)
+                     for c in found))
+
+
+def _candidates(size, batch, useful=_useful):
+    """Yield (layout, mesh, state bytes, bytes sent), in the order of the text."""
+    for layout in LAYOUTS:
+        for data, model in _meshes():
+            if useful(layout, data, model):
+                state = scaling.state_bytes(size, layout, data, model)["total"]
+                yield (layout, (data, model), state,
+                       _sent(size, layout, batch, data, model))
+
+
+def best_layout__ignores_budget(size, batch, budget_bytes):
+    """Picks the fewest bytes sent without checking that the state fits."""
+    best = min(_candidates(size, batch), key=lambda c: c[3])
+    return best[0], best[1]
+
+
+def best_layout__least_memory(size, batch, budget_bytes):
+    """Among those that fit, picks the smallest state instead of the fewest bytes."""
+    fits = [c for c in _candidates(size, batch) if c[2] <= budget_bytes]
+    if not fits:
+        return None
+    best = min(fits, key=lambda c: c[2])
+    return best[0], best[1]
+
+
+def best_layout__every_mesh(size, batch, budget_bytes):
+    """Tries every layout on every mesh, even where devices have nothing to do."""
+    fits = [c for c in _candidates(size, batch, useful=lambda *_: True)
+            if c[2] <= budget_bytes]
+    if not fits:
+        return None
+    best = min(fits, key=lambda c: c[3])
+    return best[0], best[1]
+
+
+def best_layout__regather(size, batch, budget_bytes):
+    """Prices FSDP with ZeRO-3's re-gather (regather=True), which the text omits."""
+    best = None
+    for layout in LAYOUTS:
+        for data, model in _meshes():
+            if not _useful(layout, data, model):
+                continue
+            if scaling.state_bytes(size, layout, data, model)["total"] > budget_bytes:
+                continue
+            sent = _sent(size, layout, batch, data, model, regather=True)
+            if best is None or sent < best[2]:
+                best = (layout, (data, model), sent)
+    return None if best is None else best[:2]
+
+
+def best_layout__group_of_eight(size, batch, budget_bytes):
+    """Prices every collective on a ring of all 8 devices, not its own group."""
+    best = None
+    for layout in LAYOUTS:
+        for data, model in _meshes():
+            if not _useful(layout, data, model):
+                continue
+            if scaling.state_bytes(size, layout, data, model)["total"] > budget_bytes:
+                continue
+            sent = _sent(size, layout, batch, data, model, group=data * model)
+            if best is None or sent < best[2]:
+                best = (layout, (data, model), sent)
+    return None if best is None else best[:2]
+
+
+def best_layout__fewest_collectives(size, batch, budget_bytes):
+    """Minimizes the number of collectives instead of the bytes they send."""
+    best = None
+    for layout in LAYOUTS:
+        for data, model in _meshes():
+            if not _useful(layout, data, model):
+                continue
+            if scaling.state_bytes(size, layout, data, model)["total"] > budget_bytes:
+                continue
+            count = len(scaling.predicted_collectives(size, layout, batch, data,
+                                                      model))
+            if best is None or count < best[2]:
+                best = (layout, (data, model), count)
+    return None if best is None else best[:2]
+
+
+def best_layout__mesh_reversed(size, batch, budget_bytes):
+    """Returns the mesh as (model, data) instead of (data, model)."""
+    fits = [c for c in _candidates(size, batch) if c[2] <= budget_bytes]
+    if not fits:
+        return None
+    layout, (data, model), _, _ = min(fits, key=lambda c: c[3])
+    return layout, (model, data)
+
+
+def best_layout__never_none(size, batch, budget_bytes):
+    """Returns the smallest state when nothing fits, instead of None."""
+    candidates = list(_candidates(size, batch))
+    fits = [c for c in candidates if c[2] <= budget_bytes]
+    if not fits:
+        best = min(candidates, key=lambda c: c[2])
+    else:
+        best = min(fits, key=lambda c: c[3])
+    return best[0], best[1]
+
+
+def best_layout__ties_to_last(size, batch, budget_bytes):
+    """Compares with <=, so ties go to the last candidate, not the first."""
+    best = None
+    for layout, mesh, state, sent in _candidates(size, batch):
+        if state <= budget_bytes and (best is None or sent <= best[2]):
+            best = (layout, mesh, sent)
+    return None if best is None else best[:2]
+
+
+# ---------------------------------------------------------------------------
+# Chapter 6, exercise 6: scaling.critical_batch
+# ---------------------------------------------------------------------------
+
+
+def critical_batch__no_regather(hw_flops, link_bandwidth, itemsize, n):
+    """Counts two collectives per step, forgetting the backward pass's re-gather."""
+    sent_per_param = 2 * (n - 1) / n * itemsize
+    return sent_per_param * hw_flops / (6 * link_bandwidth)
+
+
+def critical_batch__no_ring_factor(hw_flops, link_bandwidth, itemsize, n):
+    """Forgets the ring's (n - 1)/n: each collective sends the whole P itemsize."""
+    return 3 * itemsize * hw_flops / (6 * link_bandwidth)
+
+
+def critical_batch__no_itemsize(hw_flops, link_bandwidth, itemsize, n):
+    """Counts parameters sent, not bytes, forgetting itemsize."""
+    return 3 * (n - 1) / n * hw_flops / (6 * link_bandwidth)
+
+
+def critical_batch__forward_flops_only(hw_flops, link_bandwidth, itemsize, n):
+    """Counts 2 FLOPs per parameter and example, the forward pass, not 6."""
+    return 3 * (n - 1) / n * itemsize * hw_flops / (2 * link_bandwidth)
+
+
+def critical_batch__global_batch(hw_flops, link_bandwidth, itemsize, n):
+    """Returns the global batch over the n devices instead of the batch per device."""
+    return n * 3 * (n - 1) / n * itemsize * hw_flops / (6 * link_bandwidth)
+
+
+def critical_batch__ratio_inverted(hw_flops, link_bandwidth, itemsize, n):
+    """Solves the equation upside down: bandwidth over FLOP/s."""
+    return 3 * (n - 1) / n * itemsize * link_bandwidth / (6 * hw_flops)
+
+
+def critical_batch__reduce_scatter_as_all_reduce(hw_flops, link_bandwidth,
+                                                 itemsize, n):
+    """Prices the gradients' reduce-scatter like an all-reduce, 4 operands in all."""
+    return 4 * (n - 1) / n * itemsize * hw_flops / (6 * link_bandwidth)
+
+
+def critical_batch__n_minus_one_not_fraction(hw_flops, link_bandwidth, itemsize, n):
+    """Multiplies by n - 1 instead of (n - 1)/n."""
+    return 3 * (n - 1) * itemsize * hw_flops / (6 * link_bandwidth)
+
+
+ANSWERS = [
+    # (exercise id, function, what the mistake is in a few words)
+    ("sharding.spec_for_target", spec_for_target__rows_a_cols_b,
+     "rows over a, columns over b: axes swapped"),
+    ("sharding.spec_for_target", spec_for_target__columns_only_a,
+     "only the columns split"),
+    ("sharding.spec_for_target", spec_for_target__rows_only_b, "only the rows split"),
+    ("sharding.spec_for_target", spec_for_target__rows_only_a,
+     "only the rows split, over a"),
+    ("sharding.spec_for_target", spec_for_target__columns_only_b,
+     "only the columns split, over b"),
+    ("sharding.spec_for_target", spec_for_target__columns_eight_ways,
+     "columns split over both axes"),
+    ("sharding.spec_for_target", spec_for_target__rows_eight_ways,
+     "rows split over both axes"),
+    ("sharding.spec_for_target", spec_for_target__replicated, "replicated P()"),
+    ("sharding.shard_batch", shard_batch__params_split_too,
+     "parameters split over batch too"),
+    ("sharding.shard_batch", shard_batch__batch_replicated, "batch not split"),
+    ("sharding.shard_batch", shard_batch__batch_by_columns,
+     "batch split by columns"),
+    ("sharding.shard_batch", shard_batch__own_mesh,
+     "own 8-device mesh, not the given one"),
+    ("sharding.shard_batch", shard_batch__targets_replicated,
+     "targets left replicated"),
+    ("sharding.shard_batch", shard_batch__params_not_placed,
+     "parameters not placed on the mesh"),
+    ("sharding.shard_batch", shard_batch__roles_swapped,
+     "parameters split, batch replicated"),
+    ("sharding.shard_batch", shard_batch__targets_by_columns,
+     "targets split by columns"),
+    ("sharding.shard_mlp_2d", shard_mlp_2d__rows_and_columns_swapped,
+     "layer 1 by rows, layer 2 by columns"),
+    ("sharding.shard_mlp_2d", shard_mlp_2d__bias_not_split,
+     "layer 1 bias not split"),
+    ("sharding.shard_mlp_2d", shard_mlp_2d__layer2_bias_split,
+     "layer 2 bias split"),
+    ("sharding.shard_mlp_2d", shard_mlp_2d__batch_over_both_axes,
+     "batch split over both axes"),
+    ("sharding.shard_mlp_2d", shard_mlp_2d__weights_over_batch_axis,
+     "weights split over batch axis, not model"),
+    ("sharding.shard_mlp_2d", shard_mlp_2d__layers_off_by_one,
+     "layers 0 and 1 split instead of 1 and 2"),
+    ("sharding.shard_mlp_2d", shard_mlp_2d__every_layer_alternates,
+     "first and last layers split too"),
+    ("sharding.shard_mlp_2d", shard_mlp_2d__batch_columns_over_model,
+     "batch columns split over model"),
+    ("sharding.make_hidden_layer", make_hidden_layer__no_constraint,
+     "no sharding constraint"),
+    ("sharding.make_hidden_layer", make_hidden_layer__transposed_spec,
+     "constraint P(model, batch), transposed"),
+    ("sharding.make_hidden_layer", make_hidden_layer__rows_not_split,
+     "constraint P(None, model), rows replicated"),
+    ("sharding.make_hidden_layer", make_hidden_layer__rows_over_both_axes,
+     "rows over both axes instead of columns over model"),
+    ("sharding.make_hidden_layer", make_hidden_layer__constrain_w_rows,
+     "constrains w's contracted rows instead of the result"),
+    ("sharding.make_hidden_layer", make_hidden_layer__constrain_input_and_output,
+     "constrains x's contracted columns as well"),
+    ("sharding.make_hidden_layer", make_hidden_layer__own_mesh,
+     "own 4x2 mesh, not the given one"),
+    ("sharding.make_hidden_layer", make_hidden_layer__forgot_relu, "ReLU missing"),
+    ("sharding.explicit_product", explicit_product__plain_matmul,
+     "plain x @ y, no out_sharding"),
+    ("sharding.explicit_product", explicit_product__replicated_out,
+     "out_sharding=P(), replicated"),
+    ("sharding.explicit_product", explicit_product__transposed_spec,
+     "spec entries reversed"),
+    ("sharding.explicit_product", explicit_product__hardcoded_axis,
+     "out_sharding hard-coded to P(X, None)"),
+    ("sharding.explicit_product", explicit_product__einsum_transposed,
+     "einsum output transposed"),
+    ("sharding.explicit_product", explicit_product__numpy_then_place,
+     "computed in NumPy, fails under jit"),
+    ("sharding.explicit_product", explicit_product__operands_swapped,
+     "y @ x instead of x @ y"),
+    ("sharding.explicit_product", explicit_product__replicate_operands,
+     "operands replicated, result not laid out as spec"),
+    ("shard_map.global_mean", global_mean__psum_no_divide,
+     "psum of means without dividing"),
+    ("shard_map.global_mean", global_mean__pmean_of_sums,
+     "pmean of the local sums"),
+    ("shard_map.global_mean", global_mean__gather_everything,
+     "all_gather of the whole vector"),
+    ("shard_map.global_mean", global_mean__no_collective,
+     "no collective, check_vma=False"),
+    ("shard_map.global_mean", global_mean__psum_whole_block,
+     "psum of whole blocks, not one number"),
+    ("shard_map.global_mean", global_mean__replicated_input,
+     "in_specs=P(): x not split"),
+    ("shard_map.global_mean", global_mean__no_shard_map,
+     "jnp.mean under jit, no shard_map"),
+    ("shard_map.global_mean", global_mean__one_copy_per_device,
+     "out_specs=P(i): a vector, not a scalar"),
+    ("shard_map.global_mean", global_mean__wrong_axis_name,
+     "wrong axis name"),
+    ("shard_map.allgather_matmul", allgather_matmul__both_gathered,
+     "all_gather of both operands, result replicated"),
+    ("shard_map.allgather_matmul", allgather_matmul__untiled_gather,
+     "all_gather without tiled=True"),
+    ("shard_map.allgather_matmul", allgather_matmul__no_collective,
+     "partial product, no collective"),
+    ("shard_map.allgather_matmul", allgather_matmul__partial_then_psum,
+     "partial products summed with psum"),
+    ("shard_map.allgather_matmul", allgather_matmul__chapter_in_specs,
+     "rhs declared split by columns, resharded"),
+    ("shard_map.allgather_matmul", allgather_matmul__ppermute_ring,
+     "ring of ppermutes instead of all_gather"),
+    ("shard_map.allgather_matmul", allgather_matmul__replicated_out,
+     "out_specs=P() with check_vma=False"),
+    ("shard_map.allgather_matmul", allgather_matmul__no_shard_map,
+     "jnp.matmul under jit, no shard_map"),
+    ("shard_map.reduce_scatter_matmul", reduce_scatter_matmul__scatter_columns,
+     "scattered by columns, not rows"),
+    ("shard_map.reduce_scatter_matmul",
+     reduce_scatter_matmul__scatter_columns_rows_spec,
+     "scatter_dimension=1 with out_specs by rows"),
+    ("shard_map.reduce_scatter_matmul", reduce_scatter_matmul__psum_then_slice,
+     "psum then slice: an all-reduce"),
+    ("shard_map.reduce_scatter_matmul", reduce_scatter_matmul__psum_replicated,
+     "psum, result replicated"),
+    ("shard_map.reduce_scatter_matmul", reduce_scatter_matmul__untiled,
+     "psum_scatter without tiled=True"),
+    ("shard_map.reduce_scatter_matmul", reduce_scatter_matmul__no_collective,
+     "partial products not summed"),
+    ("shard_map.reduce_scatter_matmul", reduce_scatter_matmul__averaged,
+     "sum divided by the device count"),
+    ("shard_map.reduce_scatter_matmul", reduce_scatter_matmul__gather_operands,
+     "all_gather of both operands"),
+    ("shard_map.ring_shift", ring_shift__wrong_direction,
+     "ring shifted the wrong way"),
+    ("shard_map.ring_shift", ring_shift__no_wraparound,
+     "no wrap-around pair"),
+    ("shard_map.ring_shift", ring_shift__hardcoded_eight,
+     "ring written for 8 devices"),
+    ("shard_map.ring_shift", ring_shift__local_roll,
+     "local jnp.roll, no ppermute"),
+    ("shard_map.ring_shift", ring_shift__jnp_roll_no_shard_map,
+     "jnp.roll under jit, no shard_map"),
+    ("shard_map.ring_shift", ring_shift__gather_and_roll,
+     "all_gather then roll"),
+    ("shard_map.ring_shift", ring_shift__columns,
+     "blocks of columns shifted"),
+    ("shard_map.ring_shift", ring_shift__wrong_axis_name, "wrong axis name"),
+    ("shard_map.global_positions", global_positions__no_offset,
+     "no offset: every block from 0"),
+    ("shard_map.global_positions", global_positions__index_not_scaled,
+     "axis_index not multiplied by block length"),
+    ("shard_map.global_positions", global_positions__scaled_by_devices,
+     "axis_index times device count"),
+    ("shard_map.global_positions", global_positions__off_by_one_block,
+     "offset one block too far"),
+    ("shard_map.global_positions", global_positions__float_dtype,
+     "float32 instead of int32"),
+    ("shard_map.global_positions", global_positions__no_shard_map,
+     "arange placed, no shard_map"),
+    ("shard_map.global_positions", global_positions__psum_total_length,
+     "psum to count the length: a collective"),
+    ("shard_map.global_positions", global_positions__global_length,
+     "global length as the stride"),
+    ("shard_map.data_parallel_grads", data_parallel_grads__pmean_after_grad,
+     "pmean of the local gradients"),
+    ("shard_map.data_parallel_grads", data_parallel_grads__psum_after_grad,
+     "psum of the local gradients"),
+    ("shard_map.data_parallel_grads", data_parallel_grads__grad_of_psum_loss,
+     "gradient of the psum of the losses"),
+    ("shard_map.data_parallel_grads", data_parallel_grads__local_grad_vma_off,
+     "local gradient only, check_vma=False"),
+    ("shard_map.data_parallel_grads", data_parallel_grads__psum_vma_off,
+     "check_vma=False and psum of local gradients"),
+    ("shard_map.data_parallel_grads", data_parallel_grads__divided_again,
+     "divided by the device count twice"),
+    ("shard_map.data_parallel_grads", data_parallel_grads__out_specs_batch,
+     "out_specs=P(batch): copies stacked"),
+    ("shard_map.data_parallel_grads", data_parallel_grads__no_shard_map,
+     "jax.grad under jit, no shard_map"),
+    ("shard_map.data_parallel_grads", data_parallel_grads__wrong_axis_name,
+     "wrong axis name"),
+    ("scaling.state_bytes_per_device", state_bytes_per_device__forgot_gradients,
+     "gradients left out"),
+    ("scaling.state_bytes_per_device",
+     state_bytes_per_device__forgot_bytes_per_number, "bytes per number left out"),
+    ("scaling.state_bytes_per_device", state_bytes_per_device__bfloat16,
+     "2 bytes per number"),
+    ("scaling.state_bytes_per_device", state_bytes_per_device__axes_swapped,
+     "FSDP divided by model, TP by data"),
+    ("scaling.state_bytes_per_device", state_bytes_per_device__all_devices,
+     "divided by all devices"),
+    ("scaling.state_bytes_per_device",
+     state_bytes_per_device__data_parallel_split, "data parallel divided by data"),
+    ("scaling.state_bytes_per_device", state_bytes_per_device__fsdp_tp_added,
+     "FSDP + TP divided by data + model"),
+    ("scaling.state_bytes_per_device", state_bytes_per_device__full_gradients,
+     "gradients kept whole"),
+    ("scaling.state_bytes_per_device",
+     state_bytes_per_device__adam_count_included, "Adam's step count added"),
+    ("scaling.fsdp_specs", fsdp_specs__second_dimension,
+     "second dimension split"),
+    ("scaling.fsdp_specs", fsdp_specs__w_out_transposed,
+     "w_out split by columns"),
+    ("scaling.fsdp_specs", fsdp_specs__model_axis, "split over model, not data"),
+    ("scaling.fsdp_specs", fsdp_specs__both_axes, "split over both axes"),
+    ("scaling.fsdp_specs", fsdp_specs__replicated, "nothing split"),
+    ("scaling.fsdp_specs", fsdp_specs__fsdp_plus_tp, "FSDP + TP specs"),
+    ("scaling.fsdp_specs", fsdp_specs__flat_list,
+     "flat list, not the params structure"),
+    ("scaling.fsdp_specs", fsdp_specs__only_w_in, "w_out not split"),
+    ("scaling.tp_mlp", tp_mlp__no_psum, "psum missing, check_vma=False"),
+    ("scaling.tp_mlp", tp_mlp__pmean, "pmean instead of psum"),
+    ("scaling.tp_mlp", tp_mlp__psum_over_data, "psum over data, not model"),
+    ("scaling.tp_mlp", tp_mlp__gather_weights, "weights gathered with all_gather"),
+    ("scaling.tp_mlp", tp_mlp__relu_after_psum, "ReLU applied after the sum"),
+    ("scaling.tp_mlp", tp_mlp__reduce_scatter,
+     "psum_scatter: output split over model"),
+    ("scaling.tp_mlp", tp_mlp__out_specs_model,
+     "out_specs=P(data, model) after psum"),
+    ("scaling.tp_mlp", tp_mlp__extra_psum_over_data, "extra psum over data"),
+    ("scaling.tp_mlp", tp_mlp__no_shard_map, "Auto mode under jit, no shard_map"),
+    ("scaling.collective_bytes", collective_bytes__all_reduce_like_gather,
+     "all-reduce priced like all-gather"),
+    ("scaling.collective_bytes", collective_bytes__whole_operand,
+     "(n - 1)/n missing"),
+    ("scaling.collective_bytes", collective_bytes__operand_as_block,
+     "operand taken as one block: times n - 1"),
+    ("scaling.collective_bytes", collective_bytes__reduce_scatter_like_all_reduce,
+     "reduce-scatter priced like all-reduce"),
+    ("scaling.collective_bytes", collective_bytes__all_reduce_on_pieces,
+     "all-reduce divided by n again"),
+    ("scaling.collective_bytes", collective_bytes__one_piece,
+     "one 1/n piece instead of n - 1"),
+    ("scaling.collective_bytes", collective_bytes__naive_all_reduce,
+     "all-reduce sends the operand to every device"),
+    ("scaling.collective_bytes", collective_bytes__sent_and_received,
+     "sent and received counted"),
+    ("scaling.best_layout", best_layout__ignores_budget, "budget ignored"),
+    ("scaling.best_layout", best_layout__least_memory,
+     "least memory instead of fewest bytes"),
+    ("scaling.best_layout", best_layout__every_mesh,
+     "every layout on every mesh"),
+    ("scaling.best_layout", best_layout__regather,
+     "FSDP priced with re-gather"),
+    ("scaling.best_layout", best_layout__group_of_eight,
+     "every collective priced on 8 devices"),
+    ("scaling.best_layout", best_layout__fewest_collectives,
+     "fewest collectives instead of fewest bytes"),
+    ("scaling.best_layout", best_layout__mesh_reversed,
+     "mesh returned as (model, data)"),
+    ("scaling.best_layout", best_layout__never_none,
+     "never returns None"),
+    ("scaling.best_layout", best_layout__ties_to_last, "ties go to the last"),
+    ("scaling.critical_batch", critical_batch__no_regather,
+     "two collectives, re-gather forgotten"),
+    ("scaling.critical_batch", critical_batch__no_ring_factor,
+     "(n - 1)/n missing"),
+    ("scaling.critical_batch", critical_batch__no_itemsize, "itemsize missing"),
+    ("scaling.critical_batch", critical_batch__forward_flops_only,
+     "2 FLOPs per parameter, not 6"),
+    ("scaling.critical_batch", critical_batch__global_batch,
+     "global batch, not per device"),
+    ("scaling.critical_batch", critical_batch__ratio_inverted,
+     "bandwidth over FLOP/s"),
+    ("scaling.critical_batch", critical_batch__reduce_scatter_as_all_reduce,
+     "reduce-scatter priced as all-reduce"),
+    ("scaling.critical_batch", critical_batch__n_minus_one_not_fraction,
+     "n - 1 instead of (n - 1)/n"),
+]

@@ -1,0 +1,192 @@
+"""How often a Check names the mistake in a wrong answer written blind.
+
+Usage: ``python benchmarks/named_mistakes.py [--only PREFIX ...] [--json FILE]``
+
+The wrong answers in ``benchmarks/blind_answers/`` were written from the
+exercise text alone, by authors who had read neither the references nor the
+course's own tables of wrong answers (``tests/exercise_answers``): they are
+the mistakes a learner makes, not the ones the checker was built for. Every
+answer is checked as a learner's would be (``check(id, function)``), in one
+fresh process per device count (JAX fixes its devices when it starts); the
+answers to ``dp_zh.*`` are checked against the Simplified edition
+(``dp_zh_hans.*``) too.
+
+Each verdict is one of:
+
+- **named**: some failed test says what is wrong: a known mistake, a shape,
+  a dtype, a structure, an error the function raised (with its meaning), a
+  time-out, a missing technique;
+- **unnamed**: every failed test gives only a difference of values
+  ("wrong values: expected …, got …"), or a launched process's raw output;
+- **accepted**: the Check passed it. Either the answer is right after all or
+  the cases miss the mistake: each is listed, to be looked at, and left out
+  of the fraction.
+
+Printed: a table per exercise (answers, named, unnamed, accepted, the named
+fraction), the answers not named (so the next diagnosis can be chosen), the
+accepted ones, and the overall fraction. The target: at least 60 % named
+overall and at least 40 % for every exercise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ANSWERS_DIR = HERE / "blind_answers"
+MARK = "NAMED-JSON:"
+
+
+def load_answers() -> list[tuple[str, str, object, str]]:
+    """Return ``(exercise id, module name, function, what)`` for every blind answer."""
+    found = []
+    for path in sorted(ANSWERS_DIR.glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        name = f"blind_answers_{path.stem}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # inspect.getsource finds launched answers
+        spec.loader.exec_module(module)
+        for exercise_id, function, what in module.ANSWERS:
+            found.append((exercise_id, path.stem, function, what))
+    return found
+
+
+def _template(text: str, capture: str = "") -> re.Pattern:
+    # A catalogue text as a pattern: its fields match anything; ``capture``
+    # names the one field to keep.
+    parts = []
+    for piece in re.split(r"(\{[^{}]*\})", text):
+        if piece.startswith("{") and piece.endswith("}"):
+            name = piece[1:-1].split(":")[0]
+            parts.append(f"(?P<{name}>.*)" if name == capture else ".*?")
+        else:
+            parts.append(re.escape(piece))
+    return re.compile("".join(parts) + r"\Z", re.S)
+
+
+def value_only(problem: str, language: str) -> bool:
+    """Whether ``problem`` only reports a difference of values (names nothing)."""
+    from jaxcourse.exercises.messages import MESSAGES
+
+    texts = {**MESSAGES["en"], **MESSAGES[language]}
+    if " — " in problem:  # a known mistake's message follows the difference
+        return False
+    diffs = [_template(texts[k]) for k in ("wrong_values", "wrong_values_large")]
+    candidates = [problem]
+    inside = _template(texts["at_path"], capture="problem").match(problem)
+    if inside:
+        candidates.append(inside["problem"])
+    if any(d.match(c) for d in diffs for c in candidates):
+        return True
+    # A launched process's last line of output, when it says nothing in words.
+    raw = re.match(r"process \d+ failed: (.*)\Z", problem, re.S)
+    return bool(raw) and not re.search(r"[A-Za-z]{3,}", raw[1])
+
+
+def verdict(result: object) -> str:
+    """Return "accepted", "named" or "unnamed" for a Check's result."""
+    if result.passed:
+        return "accepted"
+    failed = [f for f in result.feedback if not f.passed]
+    if all(value_only(f.problem, result.language) for f in failed):
+        return "unnamed"
+    return "named"
+
+
+def child(devices: int, only: list[str]) -> None:
+    """Check every answer whose exercise has ``devices`` devices; print the JSON."""
+    from jaxcourse.devices import use_cpu_devices
+
+    use_cpu_devices(devices)
+    from jaxcourse.exercises import check, exercise_ids, get
+
+    known = set(exercise_ids())
+    rows = []
+    for exercise_id, module, function, what in load_answers():
+        targets = [exercise_id]
+        twin = exercise_id.replace("dp_zh.", "dp_zh_hans.", 1)
+        if twin != exercise_id and twin in known:
+            targets.append(twin)
+        for target in targets:
+            if target not in known or get(target).devices != devices:
+                continue
+            if only and not any(target.startswith(p) for p in only):
+                continue
+            result = check(target, function)
+            failed = [f.message for f in result.feedback if not f.passed]
+            rows.append({"id": target, "answer": function.__name__, "what": what,
+                         "module": module, "verdict": verdict(result),
+                         "failed": failed[:2]})
+    print(MARK + json.dumps(rows, ensure_ascii=False), flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one child per device count, then print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", default=[],
+                        help="exercise id prefixes, e.g. mlp. shard_map.global")
+    parser.add_argument("--json", type=Path, help="also write every verdict here")
+    parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(args.child, args.only)
+        return 0
+
+    from jaxcourse.exercises import exercise_ids, get
+
+    counts = sorted({get(e).devices for e in exercise_ids()})
+    rows: list[dict] = []
+    for devices in counts:
+        proc = subprocess.run(
+            [sys.executable, __file__, "--child", str(devices), "--only", *args.only],
+            capture_output=True, text=True, timeout=3600)
+        line = next((x for x in proc.stdout.splitlines() if x.startswith(MARK)), None)
+        if proc.returncode != 0 or line is None:
+            print(f"the {devices}-device child failed:\n{proc.stderr[-3000:]}")
+            return 1
+        rows += json.loads(line[len(MARK):])
+    if args.json:
+        args.json.write_text(json.dumps(rows, ensure_ascii=False, indent=1) + "\n",
+                             encoding="utf-8")
+
+    table: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for row in rows:
+        table[row["id"]][row["verdict"]] += 1
+    print(f"{'exercise':36} {'answers':>7} {'named':>6} {'unnamed':>8} "
+          f"{'accepted':>9} {'named %':>8}")
+    low = []
+    for exercise_id in sorted(table):
+        t = table[exercise_id]
+        judged = t["named"] + t["unnamed"]
+        share = 100 * t["named"] / judged if judged else float("nan")
+        if judged and share < 40:
+            low.append(exercise_id)
+        print(f"{exercise_id:36} {judged + t['accepted']:7d} {t['named']:6d} "
+              f"{t['unnamed']:8d} {t['accepted']:9d} {share:7.0f}%")
+    named = sum(t["named"] for t in table.values())
+    judged = sum(t["named"] + t["unnamed"] for t in table.values())
+    print("\nnot named:")
+    for row in rows:
+        if row["verdict"] == "unnamed":
+            print(f"  {row['id']} {row['answer']}: {row['failed'][0][:150]}")
+    print("\naccepted (right after all, or a mistake the cases miss):")
+    for row in rows:
+        if row["verdict"] == "accepted":
+            print(f"  {row['id']} {row['answer']}: {row['what']}")
+    overall = 100 * named / judged if judged else float("nan")
+    print(f"\nnamed: {named} of {judged} wrong answers ({overall:.0f} %; target "
+          f"60 %); exercises under 40 %: {', '.join(low) or 'none'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
