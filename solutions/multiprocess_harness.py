@@ -495,9 +495,7 @@ def launcher() -> tuple[Callable, str]:
                          f"not {chosen!r}")
     if os.environ.get(GUARD_ENV) or chosen == "course":
         return course
-    if chosen == "auto" and (slurm.unavailable_reason() is not None
-                             or not slurm.running()):
-        return course  # cheap: no Slurm command runs when no daemon is ours
+    # status() runs no Slurm command when Slurm is missing or no daemon is ours.
     if chosen == "auto" and not slurm.status().up:
         return course
     return slurm.launch_srun, "srun on the course's Slurm cluster"
