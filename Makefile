@@ -29,9 +29,15 @@ lint:  ## ruff over the code and the notebooks; actionlint over the workflow
 light:  ## the Colab job: Python 3.12, Colab's packages, the first cell installs the course
 	bash scripts/light_job.sh
 
+# pytest on two pytest-xdist workers (TEST_JOBS): the suite is mostly one thread
+# at a time (imports, compiling, waiting on a kernel, a browser or a process).
+# Each file runs whole on one worker, longest first, and the files that share
+# the Slurm cluster or Chromium share a worker (tests/conftest.py). The light
+# job runs beside it (scripts/test.sh). TEST_JOBS=0 runs pytest in one process.
 # --durations: CI's log then says where the time went.
-test: self lint light  ## the full suite: lint, the Colab job, unit tests, nbval over every notebook
-	$(PY) -m pytest --durations=25
+TEST_JOBS ?= 2
+test: self lint  ## the full suite: lint, the Colab job, unit tests, nbval over every notebook
+	TEST_JOBS=$(TEST_JOBS) bash scripts/test.sh
 
 # No notebook, no process (tests/conftest.py marks those slow, and
 # --forbid-processes fails anything that starts one): the edit-and-retest loop.

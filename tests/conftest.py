@@ -18,6 +18,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # session): their stored messages and time limits do not depend on test
 # order. tests/test_slurm.py checks the srun path explicitly.
 os.environ.setdefault("JAX_COURSE_CHECK_LAUNCHER", "course")
+# The stored outputs are the English panels': a reading language chosen in the
+# shell (or a JupyterLab session's notebook path) must not change them.
+for _name in ("JAX_COURSE_LANGUAGE", "JPY_SESSION_NAME"):
+    os.environ.pop(_name, None)
 
 from jaxcourse import compile_cache  # noqa: E402
 
@@ -136,9 +140,77 @@ def _is_slow(item: pytest.Item) -> bool:
     return any(starts_a_process(f) for f in functions if f is not None)
 
 
-@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by these markers
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark what needs TensorFlow or PyTorch, and what is slow."""
+# ---- two workers: make test runs pytest-xdist with --dist loadgroup -----------
+
+# Files that use the course's Slurm cluster run on one worker, one after the
+# other: one of them may start the cluster and stop it at its end, and
+# test_slurm expects an empty queue.
+SLURM_FILES = ("tests/test_grading.py", "tests/test_slurm.py",
+               "book/07_multiprocess.ipynb")
+# Both browser tests drive Chromium and a local server; one at a time.
+BROWSER_FILES = ("tests/test_book_browser.py", "tests/test_lab_browser.py")
+ROOT = Path(__file__).resolve().parents[1]
+# The groups that take longest (seconds on a 2-core machine, from a run's
+# --durations): xdist hands groups out in collection order, so the long ones
+# go first and the short ones fill the gaps at the end. A group not named
+# here is short; the numbers only order, they limit nothing.
+GROUP_SECONDS = {
+    "slurm": 400, "tests/test_exercise_contract.py": 310, "browser": 170,
+    "tests/test_references.py": 130, "book/01_mlp.ipynb": 105,
+    "book/02_torch_data.ipynb": 105, "tests/test_data.py": 60,
+    "tests/test_nbgrader.py": 60, "book/08_dp_zh.ipynb": 50,
+    "book/08_dp_zh_hans.ipynb": 50, "tests/test_launch.py": 45,
+    "tests/test_exercises_notebooks.py": 40, "book/04_sharding.ipynb": 35,
+    "solutions/07_multiprocess_exercises.ipynb": 25,
+    "tests/test_exercise_time_limits.py": 25, "book/03_bayes.ipynb": 20,
+    "tests/test_exercises_multiprocess.py": 20,
+}
+
+
+def _group_of(path: str) -> str:
+    """The worker group of a test file (relative to the root): the file itself,
+    so that a notebook's cells run in order in one kernel and a module's
+    fixtures are built once, or the group of files that share something."""
+    if path in SLURM_FILES:
+        return "slurm"
+    if path in BROWSER_FILES:
+        return "browser"
+    return path
+
+
+def _group(item: pytest.Item) -> str:
+    path = item.path.relative_to(ROOT).as_posix() if item.path.is_relative_to(
+        ROOT) else str(item.path)
+    return _group_of(path)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """Under ``--dist loadgroup``, send each group of files whole to one worker.
+
+    pytest-xdist's own groups (``xdist_group`` marks) rename node ids, which
+    pytest 9 no longer lets a plugin do, so this scheduler groups by file
+    instead: xdist's scope scheduler, with the scope of a test its group.
+    """
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group_of(nodeid.split("::", 1)[0])
+
+    return GroupScheduling(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects, and before xdist reads groups
+def pytest_collection_modifyitems(config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    """Mark what needs TensorFlow or PyTorch, what is slow, and (under xdist) groups."""
+    # xdist's workers see --dist loadgroup as option.loadgroup (their own dist
+    # is "no"); neither option exists where xdist is not installed.
+    grouped = bool(getattr(config.option, "loadgroup", False))
+    if grouped:  # longest groups first (a stable sort keeps each group's order)
+        items.sort(key=lambda item: -GROUP_SECONDS.get(_group(item), 0))
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         for package, exercises in NEEDS.items():
@@ -171,3 +243,5 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     _GUARD.close()
+
+

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -50,7 +51,15 @@ def _has_widget_views(doc: str) -> bool:
     return bool(state) and views
 
 
-DOCS = toc_files()
+# The Chinese editions repeat their masters' pages: the build checks all of
+# them (-W -n), the browser opens each edition's index and one chapter and one
+# exercise page with links in each (their switcher and glyphs are tested below).
+OPENED_EDITIONS = {f"{folder}/{lang}/{page}" for lang in ("zh_hans", "zh_hant")
+                   for folder, page in (("book", "index"), ("book", "05_shard_map"),
+                                        ("exercises", "04_sharding_exercises"))}
+DOCS = [d for d in toc_files()
+        if not any(f"/{lang}/" in d for lang in ("zh_hans", "zh_hant"))
+        or d in OPENED_EDITIONS]
 
 
 @pytest.fixture(scope="module")
@@ -228,7 +237,7 @@ def test_toc_documents_exist() -> None:
     # A typo in _toc.yml shows up here by name, not as a 404 in a page test.
     missing = [
         d
-        for d in DOCS
+        for d in toc_files()
         if not any((REPO / f"{d}{suffix}").exists() for suffix in (".md", ".ipynb"))
     ]
     assert not missing, f"_toc.yml names documents that do not exist: {missing}"
@@ -242,8 +251,8 @@ def test_old_addresses_are_new_documents_or_none() -> None:
     redirects = _redirects()
     assert redirects, "no redirects configured"
     for old, new in redirects.items():
-        assert new in DOCS, f"{old} -> {new}: not a page of the toc"
-        assert old not in DOCS and not (REPO / f"{old}.ipynb").exists(), old
+        assert new in toc_files(), f"{old} -> {new}: not a page of the toc"
+        assert old not in toc_files() and not (REPO / f"{old}.ipynb").exists(), old
         # No chains: an address renamed twice leads straight to the last name.
         assert new not in redirects, f"{old} -> {new} -> {redirects[new]}"
 
@@ -301,3 +310,78 @@ def test_chinese_pages_declare_their_language_and_get_its_glyphs(
     fonts = driver.execute_cdp_cmd("CSS.getPlatformFontsForNode", {"nodeId": node})
     cjk = [f["familyName"] for f in fonts["fonts"] if "CJK" in f["familyName"]]
     assert cjk and all(name.endswith(variant) for name in cjk), (url, fonts["fonts"])
+
+
+# ---- the Chinese editions (jaxcourse.i18n): declared, drawn, and switched ------
+
+EDITION_PAGES = {
+    "book/zh_hans/01_mlp": ("zh-Hans", "SC"),
+    "book/zh_hant/01_mlp": ("zh-Hant", "TC"),
+    "exercises/zh_hans/04_sharding_exercises": ("zh-Hans", "SC"),
+    "exercises/zh_hant/04_sharding_exercises": ("zh-Hant", "TC"),
+}
+CHINESE_PAGES.update(EDITION_PAGES)
+_SWITCHER = """
+const nav = 'nav.jaxcourse-editions';
+return [...document.querySelectorAll(`${nav} a, ${nav} strong`)]
+    .map(e => [e.tagName, e.getAttribute('lang'), e.href || '']);
+"""
+_HEADINGS = ("return [...document.querySelectorAll('article h1, article h2')]"
+             ".map(h => h.textContent);")
+
+
+@pytest.mark.parametrize("doc", sorted(EDITION_PAGES))
+def test_an_edition_page_is_translated_and_drawn_with_its_own_glyphs(
+    browser: object, site: str, doc: str
+) -> None:
+    driver = browser
+    url = urllib.parse.urljoin(site, f"{doc}.html")
+    driver.get(url)
+    _wait(driver, "return document.readyState === 'complete';", "page not loaded", url)
+    headings = driver.execute_script(_HEADINGS)
+    untranslated = [h for h in headings if not re.search(r"[\u4e00-\u9fff]", h)]
+    assert headings and not untranslated, f"{url}: untranslated headings {untranslated}"
+    # No tofu: every font Chromium drew the article with is a real one, and the
+    # CJK text came from the Noto CJK font of the page's own variant.
+    driver.execute_cdp_cmd("DOM.enable", {})
+    driver.execute_cdp_cmd("CSS.enable", {})
+    root = driver.execute_cdp_cmd("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+    nodes = driver.execute_cdp_cmd(
+        "DOM.querySelectorAll", {"nodeId": root, "selector": "article h1, article p"}
+    )["nodeIds"]
+    variant = EDITION_PAGES[doc][1]
+    for node in nodes[:40]:
+        fonts = driver.execute_cdp_cmd("CSS.getPlatformFontsForNode", {"nodeId": node})
+        names = [f["familyName"] for f in fonts["fonts"] if f["glyphCount"]]
+        assert not any("LastResort" in n or not n for n in names), (url, names)
+        cjk = [n for n in names if "CJK" in n]
+        assert all(n.endswith(variant) for n in cjk), (url, names)
+
+
+@pytest.mark.parametrize(("start", "language", "expected"), [
+    ("book/zh_hans/01_mlp", "zh-Hant", "book/zh_hant/01_mlp"),
+    ("book/zh_hant/01_mlp", "en", "book/01_mlp"),
+    ("book/01_mlp", "zh-Hans", "book/zh_hans/01_mlp"),
+    ("book/index", "zh-Hant", "book/zh_hant/index"),
+    ("book/setup", "zh-Hans", "book/zh_hans/index"),  # no twin: the edition's index
+])
+def test_the_switcher_leads_to_the_same_page_in_another_edition(
+    browser: object, site: str, start: str, language: str, expected: str
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver = browser
+    url = urllib.parse.urljoin(site, f"{start}.html")
+    driver.get(url)
+    _wait(driver, "return document.readyState === 'complete';", "page not loaded", url)
+    entries = driver.execute_script(_SWITCHER)
+    assert [e[1] for e in entries] == ["en", "zh-Hans", "zh-Hant"], (url, entries)
+    link = driver.find_element(
+        By.CSS_SELECTOR, f'nav.jaxcourse-editions a[lang="{language}"]')
+    link.click()
+    target = urllib.parse.urljoin(site, f"{expected}.html")
+    wait_until(lambda: driver.current_url.split("#")[0] == target,
+               f"{start}: the {language} link led to {driver.current_url}", WAIT_S)
+    _wait(driver, "return document.readyState === 'complete';", "page not loaded",
+          target)
+    assert driver.execute_script("return document.documentElement.lang;") == language

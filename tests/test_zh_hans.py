@@ -239,8 +239,11 @@ TAIWAN_PHRASINGS = {
 
 def _zh_hans_files() -> list[Path]:
     root = Path(__file__).resolve().parents[1]
+    # Chapter 8's edition, and the zh_hans/ editions of chapters 1-7 (jaxcourse.i18n).
     found = [p for folder in ("book", "exercises", "solutions")
-             for p in sorted((root / folder).glob("*zh_hans*"))]
+             for p in sorted((root / folder).glob("*zh_hans*"))
+             + sorted((root / folder).glob("zh_hans/*"))
+             if p.is_file() and p.suffix != ".tsv"]  # the term tables list both
     return found + [root / "jaxcourse" / "exercises" / "messages" / "zh_hans.py"]
 
 

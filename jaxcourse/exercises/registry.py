@@ -7,16 +7,28 @@ that module registers its exercises here.
 
 from __future__ import annotations
 
+import functools
+import os
+from pathlib import Path, PurePath
+
 from .. import course
 from .spec import Exercise
 
 __all__ = [
+    "READING_LANGUAGE_ENV",
     "by_chapter",
     "exercise_ids",
     "get",
+    "reading_language",
     "register",
     "unregister",
 ]
+
+#: Set it (``zh-Hans``, ``zh-Hant``, ``en``) to choose the language of the
+#: English chapters' exercise panels, where the notebook's folder does not say.
+READING_LANGUAGE_ENV = "JAX_COURSE_LANGUAGE"
+#: The folders of the Chinese editions (:mod:`jaxcourse.i18n`) and their language.
+EDITION_FOLDERS = {"zh_hans": "zh-Hans", "zh_hant": "zh-Hant"}
 
 _REGISTRY: dict[str, Exercise] = {}
 
@@ -54,12 +66,70 @@ def get(exercise_id: str) -> Exercise:
         except KeyError:
             pass  # not a topic of the course: said below, with what is known
     try:
-        return _REGISTRY[exercise_id]
+        exercise = _REGISTRY[exercise_id]
     except KeyError:
         known = ", ".join(sorted(_REGISTRY)) or "none"
         raise KeyError(
             f"no exercise {exercise_id!r}; registered: {known}"
         ) from None
+    language = reading_language()
+    if language is None or exercise.language != "en" or language == "en":
+        return exercise
+    return _edition(exercise, language)
+
+
+def reading_language() -> str | None:
+    """Return the language the learner reads the course in, where it is known.
+
+    :data:`READING_LANGUAGE_ENV` when set; otherwise the folder of the
+    notebook this kernel runs (JupyterLab and Notebook tell a kernel its
+    notebook's path in ``JPY_SESSION_NAME``): an edition under ``zh_hans/``
+    or ``zh_hant/`` answers in its language. None elsewhere (Colab, a
+    script, the grader): each exercise then speaks its chapter's language.
+    """
+    explicit = os.environ.get(READING_LANGUAGE_ENV)
+    if explicit:
+        from .messages import LANGUAGES
+
+        if explicit not in LANGUAGES:
+            raise ValueError(f"{READING_LANGUAGE_ENV} must be one of {LANGUAGES}, "
+                             f"not {explicit!r}")
+        return explicit
+    for part in PurePath(os.environ.get("JPY_SESSION_NAME", "")).parts:
+        if part in EDITION_FOLDERS:
+            return EDITION_FOLDERS[part]
+    return None
+
+
+def _edition(exercise: Exercise, language: str) -> Exercise:
+    """Return ``exercise`` in ``language``: the same checks, translated texts.
+
+    The texts come from its topic's table (``<key>_<folder>_texts.json``
+    beside the topic's module, written by ``python -m jaxcourse.i18n``); a
+    text the table lacks stays English.
+    """
+    from .editions import edition
+
+    cached = _EDITIONS.get((exercise.id, language))
+    if cached is not None and cached[0] is exercise:  # re-registered: rebuild
+        return cached[1]
+    key = exercise.id.split(".", 1)[0]
+    twin = edition([exercise], _texts(key, language), key=key,
+                   chapter=exercise.chapter, language=language)[0]
+    _EDITIONS[(exercise.id, language)] = (exercise, twin)
+    return twin
+
+
+_EDITIONS: dict[tuple[str, str], tuple[Exercise, Exercise]] = {}
+
+
+@functools.cache
+def _texts(key: str, language: str) -> dict[str, str]:
+    from .editions import read_texts
+
+    folder = {v: k for k, v in EDITION_FOLDERS.items()}[language]
+    module = course.load(key)
+    return read_texts(Path(module.__file__).with_name(f"{key}_{folder}_texts.json"))
 
 
 def exercise_ids(chapter: str | None = None) -> list[str]:

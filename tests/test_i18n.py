@@ -1,0 +1,200 @@
+"""The Chinese editions of chapters 1-7 and their exercises (``jaxcourse.i18n``).
+
+Each edition is generated from its English master and one Simplified-Chinese
+gettext catalog: the catalogs and editions are current; an edition's code is
+its master's (comments aside) and its outputs are the master's, proven by
+nbval on the master; zh-Hans holds no Traditional-only character and zh-Hant
+no Simplified-only one; a changed English cell is shown in English, marked,
+never with its stale translation; every catalog covers at least 95 % of its
+Markdown cells, and no translation drops the English's code, math or links.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+opencc = pytest.importorskip("opencc", reason="the editions' generator needs OpenCC")
+polib = pytest.importorskip("polib", reason="the editions' generator needs polib")
+
+from jaxcourse import i18n  # noqa: E402  (after the skips)
+
+ROOT = Path(__file__).resolve().parents[1]
+FAMILIES = i18n.families()
+PAIRS = [(master, language) for family in FAMILIES for master in family.masters
+         for language in i18n.EDITIONS]
+CJK = re.compile(r"[\u3400-\u9fff]")
+# Characters Taiwan writes too, although OpenCC's s2t maps them (its tables pick
+# one reading): 干 in 若干, 干預, 相干; 划 in 划算; 峰 in 峰值 (s2t gives 峯).
+SHARED_HANT = {"干", "划", "峰"}
+MINIMUM_COVERAGE = 95.0
+
+
+def _ids(pairs):
+    return [f"{Path(m).stem}-{lang}" for m, lang in pairs]
+
+
+def test_catalogs_and_editions_are_current() -> None:
+    stale = i18n.out_of_date()
+    assert stale == [], f"run python -m jaxcourse.i18n: {stale}"
+
+
+@pytest.mark.parametrize(("master", "language"), PAIRS, ids=_ids(PAIRS))
+def test_edition_code_and_outputs_are_the_masters(master: str, language: str) -> None:
+    english = nbformat.read(ROOT / master, as_version=4)
+    edition = nbformat.read(ROOT / i18n.edition_path(master, language), as_version=4)
+    assert edition.metadata["jaxcourse"]["language"] == language
+    assert i18n.code_of(edition) == i18n.code_of(english)
+    assert [c.cell_type for c in edition.cells] == [c.cell_type for c in english.cells]
+    for mine, theirs in zip(edition.cells, english.cells, strict=True):
+        if mine.cell_type == "code":
+            assert mine.outputs == theirs.outputs
+            assert mine.execution_count == theirs.execution_count
+
+
+def _sources(path: Path) -> str:
+    nb = nbformat.read(path, as_version=4)
+    return "\n".join(c.source for c in nb.cells)
+
+
+@pytest.mark.parametrize(("master", "language"), PAIRS, ids=_ids(PAIRS))
+def test_each_edition_is_in_its_own_script(master: str, language: str) -> None:
+    text = _sources(ROOT / i18n.edition_path(master, language))
+    # A character OpenCC changes towards the other script does not belong here.
+    other = opencc.OpenCC("t2s" if language == "zh-Hans" else "s2t")
+    shared = SHARED_HANT if language == "zh-Hant" else set()
+    wrong = sorted(c for c in set(CJK.findall(text)) - shared if other.convert(c) != c)
+    assert wrong == [], f"{language} edition of {master} has {''.join(wrong)}"
+
+
+def test_taiwan_edition_uses_taiwan_terms() -> None:
+    hant = i18n.to_hant("把数据按行切分到设备上，函数返回数组，内存里的参数。")
+    assert hant == "把資料按列切分到裝置上，函式回傳陣列，記憶體裡的參數。"
+    # Code spans and fenced code keep their characters.
+    kept = "用 `数据` 和\n```\n数据\n```\n"
+    assert i18n.to_hant(kept) == kept
+
+
+def _where(entry) -> tuple[str, str]:
+    # polib reads "book/x.ipynb:<cell id>" as a path with no line number.
+    return tuple(entry.occurrences[0][0].rsplit(":", 1))
+
+
+def _copy_course(tmp_path: Path, family: i18n.Family) -> Path:
+    for master in family.masters:
+        (tmp_path / master).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / master, tmp_path / master)
+    catalog = tmp_path / family.catalog.relative_to(ROOT)
+    catalog.parent.mkdir(parents=True)
+    shutil.copy(family.catalog, catalog)
+    return catalog
+
+
+def test_a_changed_english_cell_is_shown_in_english_until_retranslated(
+        tmp_path: Path) -> None:
+    family = FAMILIES[0]
+    catalog = _copy_course(tmp_path, family)
+    po = polib.pofile(str(catalog))
+    done = next(e for e in po
+                if e.msgctxt is None and e.msgstr and "fuzzy" not in e.flags)
+    path, cell_id = _where(done)
+    nb = nbformat.read(tmp_path / path, as_version=4)
+    cell = next(c for c in nb.cells if c.get("id") == cell_id)
+    cell.source = cell.source + "\n\nA sentence added in English."
+    nbformat.write(nb, tmp_path / path)
+
+    merged = i18n.merged(family, tmp_path)
+    entry = merged.find(cell.source)
+    assert entry is not None and "fuzzy" in entry.flags
+    assert entry.msgstr == done.msgstr and entry.previous_msgid == done.msgid
+    for language in i18n.EDITIONS:
+        shown = i18n.edition(nb, merged, language)
+        source = next(c for c in shown.cells if c.get("id") == cell_id).source
+        assert source.startswith(i18n.UNTRANSLATED[language])
+        assert "A sentence added in English." in source
+    rows = _rows(tmp_path)
+    assert rows[family.name]["stale"] == 0  # the catalog on disk is not merged yet
+    catalog.write_text(str(merged), encoding="utf-8")
+    rows = _rows(tmp_path)
+    assert rows[family.name]["stale"] == 1
+
+
+def test_a_removed_english_cell_leaves_an_obsolete_entry(tmp_path: Path) -> None:
+    family = FAMILIES[0]
+    catalog = _copy_course(tmp_path, family)
+    po = polib.pofile(str(catalog))
+    done = next(e for e in po if e.msgctxt is None and e.msgstr)
+    path, cell_id = _where(done)
+    nb = nbformat.read(tmp_path / path, as_version=4)
+    nb.cells = [c for c in nb.cells if c.get("id") != cell_id]
+    nbformat.write(nb, tmp_path / path)
+    merged = i18n.merged(family, tmp_path)
+    assert [e.msgstr for e in merged.obsolete_entries()] == [done.msgstr]
+
+
+COVERAGE = i18n.coverage()
+
+
+def _rows(root: Path) -> dict[str, dict]:
+    return {r["catalog"]: r for r in i18n.coverage(root) if r["language"] == "zh-Hans"}
+
+
+@pytest.mark.parametrize("row", COVERAGE,
+                         ids=[f"{r['catalog']}-{r['language']}" for r in COVERAGE])
+def test_coverage(row: dict) -> None:
+    assert row["percent"] >= MINIMUM_COVERAGE, i18n.coverage_text([row])
+
+
+def test_translations_keep_code_math_and_links() -> None:
+    assert i18n.lint() == []
+
+
+def test_lint_names_what_a_translation_lost() -> None:
+    problems = i18n.lint_entry("Call `jax.jit` on $f$, see [docs](x.md).",
+                               "调用 jax.jit，见[文档](y.md)。")
+    assert any(p.startswith("code spans differ") for p in problems)
+    assert any(p.startswith("math differ") for p in problems)
+    assert any(p.startswith("link targets differ") for p in problems)
+
+
+@pytest.mark.parametrize(("session", "language"), [
+    ("exercises/zh_hans/01_mlp_exercises.ipynb", "zh-Hans"),
+    ("solutions/zh_hant/01_mlp_exercises.ipynb", "zh-Hant"),
+    ("exercises/01_mlp_exercises.ipynb", "en"),
+])
+def test_an_editions_panels_speak_its_language(
+        monkeypatch: pytest.MonkeyPatch, session: str, language: str) -> None:
+    from jaxcourse import course
+    from jaxcourse.exercises import check, registry
+
+    # JupyterLab tells a kernel its notebook's path; the edition's folder says
+    # the language, and the exercise's texts come from the catalog's table.
+    monkeypatch.delenv(registry.READING_LANGUAGE_ENV, raising=False)
+    monkeypatch.setenv("JPY_SESSION_NAME", session)
+    course.load("mlp")  # registers the chapter's exercises
+    english = registry._REGISTRY["mlp.relu"]
+    exercise = registry.get("mlp.relu")
+    assert exercise.language == language
+    assert exercise.cases == english.cases or language != "en"
+    result = check("mlp.relu", lambda x: x)
+    assert result.language == language and not result.passed
+    if language != "en":
+        described = registry.get("mlp.relu").cases[0].description
+        assert described != english.cases[0].description, described
+        assert CJK.search(described), described
+        assert CJK.search(result.messages[0]), result.messages[0]
+
+
+def test_the_reading_language_can_be_set_and_is_checked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from jaxcourse.exercises import registry
+
+    monkeypatch.setenv(registry.READING_LANGUAGE_ENV, "zh-Hant")
+    assert registry.reading_language() == "zh-Hant"
+    monkeypatch.setenv(registry.READING_LANGUAGE_ENV, "fr")
+    with pytest.raises(ValueError, match="JAX_COURSE_LANGUAGE must be one of"):
+        registry.reading_language()
