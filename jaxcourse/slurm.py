@@ -42,6 +42,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -745,13 +746,7 @@ def launch_srun(
     if result.error is not None and result.error.startswith("mpirun exited"):
         workdir = Path(cwd) if cwd is not None else Path.cwd()
         code = next((c for c in result.returncodes if c), 1) or 1
-        rank, how = -1, f"srun exited with code {code}"
-        for line in result.stderr[0].splitlines():
-            hit = _TASK_FAILED.search(line)
-            if hit:
-                rank = int(re.split(r"[,-]", hit[1])[0])
-                how = f"rank {rank} {hit[2][0].lower()}{hit[2][1:]}"
-                break
+        rank, how = _first_failure(result, code)
         lines = result.lines(rank, "stderr") if rank >= 0 else []
         summary = tail(lines, workdir) if lines else ""
         message = how + (f":\n{summary}" if summary else "")
@@ -764,6 +759,42 @@ def launch_srun(
 
         raise LaunchTimeoutError(result.error, result, list(range(num_processes)))
     return result
+
+
+# What a rank prints when it fails only because another one did: the
+# coordination service reports the lost task, or a collective loses its peer.
+_KNOCK_ON = ("coordination", "heartbeat", "UNAVAILABLE", "unhealthy",
+             "DEADLINE_EXCEEDED", "Connection reset", "Connection closed",
+             "closed by peer", "Broken pipe", "terminated", "Gloo")
+_SRUN_OWN = re.compile(r"^(srun: |slurmstepd: |\S*: \*\*\* (STEP|JOB) )")
+
+
+def _first_failure(result: Any, code: int) -> tuple[int, str]:
+    """Return the rank that failed first, from srun's report, and how it ended.
+
+    Every failed task is named on a line of srun's (``task 1: Exited with
+    exit code 1``), in the order srun saw them end. When one rank dies its
+    partners soon fail too, and on a loaded machine one of them may end
+    first: a rank whose last words are a lost peer's is passed over for one
+    that failed on its own.
+    """
+    failed: list[tuple[int, str]] = []
+    for line in result.stderr[0].splitlines():
+        hit = _TASK_FAILED.search(line)
+        if hit:
+            for part in hit[1].split(","):
+                first, _, last = part.partition("-")
+                ranks = range(int(first), int(last or first) + 1)
+                failed += [(r, hit[2]) for r in ranks]
+    if not failed:
+        return -1, f"srun exited with code {code}"
+
+    def knock_on(rank: int) -> bool:
+        own = [x for x in result.lines(rank, "stderr") if not _SRUN_OWN.match(x)]
+        return any(word in line for line in own[-6:] for word in _KNOCK_ON)
+
+    rank, what = next(((r, w) for r, w in failed if not knock_on(r)), failed[0])
+    return rank, f"rank {rank} {what[0].lower()}{what[1:]}"
 
 
 # --------------------------------------------------------------------------

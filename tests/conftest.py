@@ -184,6 +184,8 @@ def _group(item: pytest.Item) -> str:
     return _group_of(path)
 
 
+# optionalhook: the light job's environment has no pytest-xdist, and no such hook.
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """Under ``--dist loadgroup``, send each group of files whole to one worker.
 
