@@ -198,3 +198,17 @@ def test_the_reading_language_can_be_set_and_is_checked(
     monkeypatch.setenv(registry.READING_LANGUAGE_ENV, "fr")
     with pytest.raises(ValueError, match="JAX_COURSE_LANGUAGE must be one of"):
         registry.reading_language()
+
+
+def test_an_english_explorer_opened_in_an_edition_speaks_its_language(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from jaxcourse.exercises import registry
+    from jaxcourse.exercises.explorers_mlp import LearningRateExplorer
+
+    english = LearningRateExplorer(run=False)
+    monkeypatch.setenv("JPY_SESSION_NAME", "exercises/zh_hant/01_mlp_exercises.ipynb")
+    assert registry.reading_language() == "zh-Hant"
+    edition = LearningRateExplorer(run=False)
+    assert (english.language, edition.language) == ("en", "zh-Hant")
+    assert edition.learning_rate.description != english.learning_rate.description
+    assert CJK.search(edition.learning_rate.description)

@@ -138,6 +138,8 @@ class Display:
     ----------
     language : {"en", "zh-Hant", "zh-Hans"}
         Language of every label (see :mod:`jaxcourse.exercises.messages`).
+        English gives way to the reader's language where it is known
+        (:func:`jaxcourse.exercises.registry.reading_language`).
 
     Raises
     ------
@@ -149,6 +151,12 @@ class Display:
 
     def __init__(self, language: str = "en") -> None:
         message("check", language)  # an unknown language fails here, clearly
+        if language == "en":
+            # An English chapter's panel or explorer, opened in a Chinese
+            # edition (jaxcourse.i18n), speaks the edition's language.
+            from .registry import reading_language
+
+            language = reading_language() or "en"
         self.language = language
         # While a class is graded, displays compute nothing (no training, no
         # drawing): the grader only needs the checks.
