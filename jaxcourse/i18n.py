@@ -55,6 +55,8 @@ from pathlib import Path
 
 import nbformat
 
+from .zh_hans import terms, through_table
+
 __all__ = [
     "CATALOG_DIR",
     "EDITIONS",
@@ -100,7 +102,6 @@ EDITION_NOTE = {
 }
 
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-_PLACEHOLDER = 0xE000  # private-use code points OpenCC leaves alone
 
 
 @dataclass(frozen=True)
@@ -340,15 +341,6 @@ def _text(po) -> str:
 # ---- the editions ------------------------------------------------------------
 
 
-def _terms(path: Path = TERMS_FILE) -> list[tuple[str, str]]:
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip() and not line.startswith("#"):
-            hans, hant, *_ = line.split("\t")
-            rows.append((hans, hant))
-    return sorted(rows, key=lambda row: -len(row[0]))
-
-
 @functools.cache
 def _s2twp():
     try:
@@ -370,18 +362,13 @@ def to_hant(text: str) -> str:
     if not _CJK.search(text):
         return text
     parts = re.split(r"(```.*?```|`(?:[^`\n]|\n(?!\s*\n))*`)", text, flags=re.S)
-    table = _terms()
+    table = terms(TERMS_FILE)
     out = []
     for k, part in enumerate(parts):
         if k % 2 or not _CJK.search(part):
             out.append(part)
             continue
-        for n, (hans, _) in enumerate(table):
-            part = part.replace(hans, chr(_PLACEHOLDER + n))
-        part = _s2twp().convert(part)
-        for n, (_, hant) in enumerate(table):
-            part = part.replace(chr(_PLACEHOLDER + n), hant)
-        out.append(part)
+        out.append(through_table(part, table, _s2twp().convert))
     return "".join(out)
 
 

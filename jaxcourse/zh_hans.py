@@ -120,7 +120,11 @@ _PLACEHOLDER = 0xE000  # private-use code points OpenCC leaves alone
 
 
 def terms(path: Path = TERMS_FILE) -> list[tuple[str, str]]:
-    """Return the term table: (Traditional, Simplified) pairs, longest first."""
+    """Return a term table's (first column, second column) pairs, longest first.
+
+    This module's table is (Traditional, Simplified); :mod:`jaxcourse.i18n`'s
+    is (Simplified, Traditional).
+    """
     rows = []
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip() and not line.startswith("#"):
@@ -149,12 +153,20 @@ def convert_text(text: str) -> str:
     """
     if not _CJK.search(text):
         return text
-    table = terms()
-    for k, (hant, _) in enumerate(table):
-        text = text.replace(hant, chr(_PLACEHOLDER + k))
-    text = _opencc().convert(text)
-    for k, (_, hans) in enumerate(table):
-        text = text.replace(chr(_PLACEHOLDER + k), hans)
+    return through_table(text, terms(), _opencc().convert)
+
+
+def through_table(text: str, table: list[tuple[str, str]], convert) -> str:
+    """Convert ``text`` with ``convert``, except the table's terms (source, target).
+
+    The terms become private-use placeholders, which OpenCC leaves alone, and
+    then the table's targets.
+    """
+    for k, (source, _) in enumerate(table):
+        text = text.replace(source, chr(_PLACEHOLDER + k))
+    text = convert(text)
+    for k, (_, target) in enumerate(table):
+        text = text.replace(chr(_PLACEHOLDER + k), target)
     return text
 
 
