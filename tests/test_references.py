@@ -64,6 +64,23 @@ def test_stores_stay_small():
     assert total < 2 * 1024 * 1024, f"the stores take {total} bytes"
 
 
+def test_an_edition_is_stored_once_beside_its_twin():
+    # Chapter 8's Simplified-Chinese exercises run the Traditional ones'
+    # functions on the same cases: their entries only point at their twins.
+    path = store_path(references_writer.module_files()["solutions.dp_zh"][0])
+    entries = json.loads(path.read_text(encoding="utf-8").partition("\n")[2])
+    editions = {k: v for k, v in entries.items() if k.startswith("dp_zh_hans.")}
+    assert editions and all(set(v) == {"signature", "same_as"}
+                            for v in editions.values())
+    for exercise_id, entry in editions.items():
+        twin = entry["same_as"]
+        assert twin == "dp_zh." + exercise_id.split(".", 1)[1]
+        mine, theirs = stored_outputs(get(exercise_id)), stored_outputs(get(twin))
+        assert mine is not None and mine.limits == theirs.limits
+        assert [o and o.to_json() for o in mine.reference] == \
+            [o and o.to_json() for o in theirs.reference]
+
+
 _VERIFIED: dict[str, dict[str, list[str]]] = {}
 
 

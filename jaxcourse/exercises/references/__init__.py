@@ -34,7 +34,9 @@ time on it, measured while the store was computed), the reference's
 observation of each case and each mistake's, one observation per line. An
 entry is ``null`` where a mistake is never looked up (``grad`` and
 ``vectorized`` cases) and where an output is larger than :data:`MAX_STORED`:
-those few are computed live.
+those few are computed live. An exercise's edition in another language (the
+same functions on the same cases) is stored once: its entry holds its own
+``signature`` and ``same_as``, the id whose observations it shares.
 """
 
 from __future__ import annotations
@@ -281,25 +283,45 @@ def _name(value: Any) -> str:
     return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))
 
 
-def _signature(exercise: Exercise) -> str:
+def _signature(exercise: Exercise, texts: bool = True) -> str:
     """Return a digest of what decides the observations: functions and cases.
 
     The module's own digest already covers an edited exercise; this tells
     apart another exercise registered under the same id (a test's, say).
     Tolerances and dtype policies are left out: judging reads them live.
+    With ``texts=False`` the id, the cases' descriptions and the mistakes'
+    messages are left out too: an exercise and its edition in another
+    language (:mod:`jaxcourse.exercises.editions`) then have the same digest,
+    and the same observations, stored once (``"same_as"``).
     """
-    parts: list[Any] = [exercise.id, _name(exercise.reference)]
+    parts: list[Any] = [exercise.id if texts else "", _name(exercise.reference)]
     for case in exercise.cases:
         parts.append([
-            case.description, case.transform, case.seed, case.argnums,
-            _name(case.in_axes), list(case.sizes), _name(case.inputs),
+            case.description if texts else "", case.transform, case.seed,
+            case.argnums, _name(case.in_axes), list(case.sizes), _name(case.inputs),
             _name(case.extract), _name(case.runner),
             sorted((str(k), _name(v)) for k, v in case.kwargs.items()),
         ])
     for mistake in exercise.mistakes:
-        parts.append([mistake.message, _name(mistake.function)])
+        parts.append([mistake.message if texts else "", _name(mistake.function)])
     text = json.dumps(parts, ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _entry(entries: dict, exercise_id: str) -> Any:
+    """Return ``exercise_id``'s entry, an edition's read from its twin's.
+
+    An edition's entry is ``{"signature": ..., "same_as": twin id}``: its own
+    signature (checked against the exercise as usual) with the twin's
+    observations and limits. None if there is no such entry.
+    """
+    entry = entries.get(exercise_id)
+    if isinstance(entry, dict) and "same_as" in entry:
+        twin = entries.get(entry["same_as"])
+        if not isinstance(twin, dict) or "same_as" in twin:
+            return None
+        entry = {**twin, "signature": entry["signature"]}
+    return entry
 
 
 def _looks_up_mistakes(case: Any) -> bool:
@@ -415,7 +437,8 @@ def stored_outputs(exercise: Exercise) -> StoredOutputs | None:
         if not module_file:
             return None
         store = _read(store_path(module_file))
-        if store is None or exercise.id not in store.entries:
+        entry = _entry(store.entries, exercise.id) if store is not None else None
+        if entry is None:
             return None
         # Checked at every lookup (a few files hashed; judging looks up once per
         # exercise object): a module edited and reloaded in a running notebook
@@ -424,7 +447,7 @@ def stored_outputs(exercise: Exercise) -> StoredOutputs | None:
             return None
         key = (exercise.id, _signature(exercise))
         if key not in store.decoded:
-            store.decoded[key] = _decode(exercise, store.entries[exercise.id])
+            store.decoded[key] = _decode(exercise, entry)
         return store.decoded[key]
     except Exception:  # a store must never stop a Check
         return None

@@ -29,6 +29,7 @@ from . import (
     MAX_STORED,
     _changes,
     _decode,
+    _entry,
     _looks_up_mistakes,
     _package_root,
     _read,
@@ -84,6 +85,10 @@ def _body(entries: dict) -> str:
     parts = []
     for exercise_id in sorted(entries):
         entry = entries[exercise_id]
+        if "same_as" in entry:
+            parts.append(f"{json.dumps(exercise_id)}: " + json.dumps(
+                {"signature": entry["signature"], "same_as": entry["same_as"]}))
+            continue
         mistakes = ", ".join(rows(r) for r in entry["mistakes"])
         parts.append(
             f"{json.dumps(exercise_id)}: {{\"signature\": "
@@ -128,7 +133,13 @@ def compute_store(module_name: str) -> str:
     """
     module = importlib.import_module(module_name)
     entries: dict[str, dict] = {}
+    computed: dict[str, str] = {}  # functions-and-cases digest -> exercise id
     for exercise in _exercises_of(module_name):
+        twin = computed.setdefault(_signature(exercise, texts=False), exercise.id)
+        if twin != exercise.id:
+            # An edition of an exercise computed above: the same observations.
+            entries[exercise.id] = {"signature": _signature(exercise), "same_as": twin}
+            continue
         reference, limits = [], []
         for case in exercise.cases:
             if case.prepare is not None:
@@ -169,7 +180,7 @@ def verify_store(module_name: str) -> dict[str, list[str]]:
     problems: dict[str, list[str]] = {}
     for exercise in _exercises_of(module_name):
         found = problems.setdefault(exercise.id, [])
-        entry = store.entries.get(exercise.id) if store is not None else None
+        entry = _entry(store.entries, exercise.id) if store is not None else None
         stored = _decode(exercise, entry) if entry is not None else None
         if stored is None:
             found.append("no valid entry in the store")
