@@ -24,17 +24,21 @@ master (English)                        generated editions (and ``zh_hant/``)
 ``exercises/01_mlp_exercises.ipynb``    ``exercises/zh_hans/01_mlp_exercises.ipynb``
 ======================================  ===========================================
 
-An entry is one Markdown cell (its whole text is the ``msgid``) or one code
-comment (``msgctxt "comment"``). Each entry lists the cells it comes from
-(``#: book/01_mlp.ipynb:<cell id>``). When the English of a cell changes, the
-merge keeps the old translation beside the new text, marked ``fuzzy`` with the
-old English as ``#| msgid``: a stale entry. Until a translator updates it and
+An entry is one Markdown cell (its whole text is the ``msgid``), one code
+comment (``msgctxt "comment"``) or one label of a figure (``msgctxt "figure"``).
+Each entry lists the cells it comes from (``#: book/01_mlp.ipynb:<cell id>``).
+When the English of a cell changes, the merge keeps the old translation beside
+the new text, marked ``fuzzy`` with the old English as ``#| msgid``: a stale
+entry. Until a translator updates it and
 removes the mark, the edition shows that cell in English, under a line saying
 it is not translated yet; a stale translation is never shown.
 
 The editions' code is the master's, character for character, except comments;
 their outputs are the master's, which nbval proves on the English notebook, so
 the editions are not executed again (:func:`code_of` is what the tests compare).
+A figure is the one exception: where the master's output keeps the figure's SVG
+(``scripts/run_notebook.py`` stores it), the edition shows that SVG with its
+labels translated and drawn in the edition's CJK font, at the PNG's size.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ import argparse
 import copy
 import difflib
 import functools
+import html
 import io
 import json
 import os
@@ -81,6 +86,7 @@ TERMS_FILE = ROOT / "book" / "glossary_zh_hans_terms.tsv"
 EDITIONS = {"zh-Hans": "zh_hans", "zh-Hant": "zh_hant"}
 COMMENT = "comment"
 EXERCISE = "exercise"
+FIGURE = "figure"
 
 #: Shown under a cell whose translation is missing or stale.
 UNTRANSLATED = {
@@ -91,13 +97,17 @@ UNTRANSLATED = {
 EDITION_NOTE = {
     "zh-Hans": (
         "\n\n> 本页是英文版的简体中文版。代码和输出与英文版完全相同（输出已在英文版上"
-        "重新运行验证）；译文来自 `book/locales/zh_Hans/` 的消息目录"
-        "（`python -m jaxcourse.i18n`）。"
+        "重新运行验证），只有图中的文字译成了中文；译文来自 `book/locales/zh_Hans/` "
+        "的消息目录（`python -m jaxcourse.i18n`）。在 Colab 中打开时，请先运行 "
+        "`%env JAX_COURSE_LANGUAGE=zh-Hans`，练习面板才会使用简体中文"
+        "（JupyterLab 会自动识别）。"
     ),
     "zh-Hant": (
         "\n\n> 本頁是英文版的繁體中文（臺灣）版，由簡體中文譯文經 OpenCC 與課程的"
         "術語表轉換而成。程式碼和輸出與英文版完全相同（輸出已在英文版上重新執行"
-        "驗證；`python -m jaxcourse.i18n`）。"
+        "驗證；`python -m jaxcourse.i18n`），只有圖中的文字譯成了中文。在 Colab "
+        "中開啟時，請先執行 `%env JAX_COURSE_LANGUAGE=zh-Hant`，練習面板才會使用"
+        "繁體中文（JupyterLab 會自動辨識）。"
     ),
 }
 
@@ -177,6 +187,8 @@ def _entries(family: Family, root: Path = ROOT) -> list[_Entry]:
                 found.append((None, cell.source))
             elif cell.cell_type == "code":
                 found.extend((COMMENT, text) for _, text in _comments(cell.source))
+                for output in cell.get("outputs", []):
+                    found.extend((FIGURE, text) for text in _figure_texts(output))
             for context, text in found:
                 entry = entries.setdefault((context, text), _Entry(text, context))
                 place = (master, cell.get("id", ""))
@@ -189,6 +201,71 @@ def _entries(family: Family, root: Path = ROOT) -> list[_Entry]:
             if place not in entry.occurrences:
                 entry.occurrences.append(place)
     return list(entries.values())
+
+
+# A label as matplotlib writes it with svg.fonttype "none" (mathtext, drawn as
+# one <tspan> per glyph, is not matched: it stays as drawn).
+_SVG_TEXT = re.compile(r"(<text\b[^>]*>)([^<]*)(</text>)")
+_SVG_FONT = re.compile(r"font-family:[^;\"]*")
+#: The fonts an edition's figure asks for, glyph shapes of its script first.
+FIGURE_FONTS = {
+    "zh-Hans": "'Noto Sans CJK SC', 'Source Han Sans SC', 'PingFang SC', "
+               "'Microsoft YaHei', 'DejaVu Sans', sans-serif",
+    "zh-Hant": "'Noto Sans CJK TC', 'Source Han Sans TC', 'PingFang TC', "
+               "'Microsoft JhengHei', 'DejaVu Sans', sans-serif",
+}
+
+
+def _figure_svg(output: dict) -> str | None:
+    from .plotting import FIGURE_TEXT_KEY, unpack_svg
+
+    packed = output.get("metadata", {}).get(FIGURE_TEXT_KEY)
+    return unpack_svg(packed) if packed else None
+
+
+def _figure_texts(output: dict) -> list[str]:
+    """Return the labels of an output's figure that have words to translate."""
+    svg = _figure_svg(output)
+    if svg is None:
+        return []
+    texts = (html.unescape(m.group(2)) for m in _SVG_TEXT.finditer(svg))
+    # Tick labels and other numbers stay as they are.
+    return list(dict.fromkeys(t for t in texts if re.search(r"[A-Za-z]{2}", t)))
+
+
+def _translate_figure(output: dict, done: dict, language: str) -> dict:
+    """Return ``output`` with its figure as an SVG whose labels are in ``language``.
+
+    Labels without a translation stay English. The SVG is shown at the size of
+    the PNG it replaces; its text asks for the edition's CJK fonts, so a browser
+    draws the script's own glyph shapes.
+    """
+    svg = _figure_svg(output)
+    if svg is None:
+        return output
+
+    def label(match: re.Match) -> str:
+        opening, text, closing = match.groups()
+        new = done.get((FIGURE, html.unescape(text)))
+        opening = _SVG_FONT.sub("font-family: " + FIGURE_FONTS[language], opening)
+        return opening + (html.escape(new, quote=False) if new else text) + closing
+
+    svg = _SVG_TEXT.sub(label, svg)
+    start = svg.index("<svg")
+    end = svg.index(">", start)
+    tag = svg[start:end]
+    shown = output.get("metadata", {}).get("image/png", {})
+    for name in ("width", "height"):
+        if name in shown:
+            tag = re.sub(rf'\b{name}="[^"]*"', f'{name}="{shown[name]}px"', tag)
+    svg = svg[:start] + tag + f' xml:lang="{language}"' + svg[end:]
+    # Only the XML from <svg> on: a notebook's SVG output is an element.
+    svg = svg[svg.index("<svg"):]
+    out = copy.deepcopy(output)
+    out["data"] = {k: v for k, v in out["data"].items() if not k.startswith("image/")}
+    out["data"]["image/svg+xml"] = svg
+    out["metadata"] = {}
+    return out
 
 
 def _exercise_texts(family: Family) -> list[tuple[str, str, list[str]]]:
@@ -277,7 +354,10 @@ def merged(family: Family, root: Path = ROOT):
     polib = _polib()
     old = _read(root / family.catalog.relative_to(ROOT))
     live = [e for e in old if not e.obsolete]
-    by_key = {(e.msgctxt, e.msgid): e for e in live}
+    # An obsolete entry whose English is back is revived as it was (as msgmerge
+    # does); a live entry of the same English wins.
+    by_key = {(e.msgctxt, e.msgid): e for e in old if e.obsolete}
+    by_key.update({(e.msgctxt, e.msgid): e for e in live})
     by_place: dict[tuple[str | None, str], list] = {}
     # Obsolete entries too: their English is gone, their cell may still be there.
     for e in old:
@@ -451,6 +531,8 @@ def edition(master: nbformat.NotebookNode, po, language: str, path: str | None =
                 cell.source = _relink(cell.source, path, language)
         elif cell.cell_type == "code":
             cell.source = _translate_code(cell.source, done)
+            cell.outputs = [_translate_figure(o, done, language)
+                            for o in cell.get("outputs", [])]
     if nb.cells and nb.cells[0].cell_type == "markdown":
         nb.cells[0].source += EDITION_NOTE[language]
     nb.metadata["jaxcourse"] = {"language": language}
@@ -609,6 +691,7 @@ def coverage(root: Path = ROOT) -> list[dict]:
         cells = [e for e in po if not e.obsolete and e.msgctxt is None]
         comments = [e for e in po if not e.obsolete and e.msgctxt == COMMENT]
         texts = [e for e in po if not e.obsolete and e.msgctxt == EXERCISE]
+        labels = [e for e in po if not e.obsolete and e.msgctxt == FIGURE]
         texts_done = sum(1 for e in texts if e.msgstr and "fuzzy" not in e.flags)
         stale = sum(1 for e in cells if "fuzzy" in e.flags)
         done = sum(1 for e in cells if e.msgstr and "fuzzy" not in e.flags)
@@ -620,19 +703,25 @@ def coverage(root: Path = ROOT) -> list[dict]:
                 "percent": 100.0 * done / len(cells) if cells else 100.0,
                 "comments": f"{sum(1 for e in comments if e.msgstr)}/{len(comments)}",
                 "exercise texts": f"{texts_done}/{len(texts)}" if family.topic else "",
+                "figure labels": f"{_done(labels)}/{len(labels)}" if labels else "",
             })
     return rows
+
+
+def _done(entries: list) -> int:
+    return sum(1 for e in entries if e.msgstr and "fuzzy" not in e.flags)
 
 
 def coverage_text(rows: list[dict]) -> str:
     """Return the coverage report as a fixed-width table."""
     lines = [f"{'catalog':28} {'language':8} {'cells':>5} {'done':>5} {'stale':>5} "
-             f"{'missing':>7} {'%':>6} {'comments':>9} {'exercise texts':>14}"]
+             f"{'missing':>7} {'%':>6} {'comments':>9} {'exercise texts':>14} "
+             f"{'figure labels':>13}"]
     for r in rows:
         lines.append(f"{r['catalog']:28} {r['language']:8} {r['cells']:5d} "
                      f"{r['translated']:5d} {r['stale']:5d} {r['missing']:7d} "
                      f"{r['percent']:6.1f} {r['comments']:>9} "
-                     f"{r['exercise texts']:>14}")
+                     f"{r['exercise texts']:>14} {r['figure labels']:>13}")
     return "\n".join(lines)
 
 
@@ -677,7 +766,7 @@ def lint(root: Path = ROOT, names: list[str] | None = None) -> list[str]:
             continue
         po = _read(root / family.catalog.relative_to(ROOT))
         for e in po:
-            if e.obsolete or not e.msgstr or e.msgctxt == COMMENT:
+            if e.obsolete or not e.msgstr or e.msgctxt in (COMMENT, FIGURE):
                 continue
             for problem in lint_entry(e.msgid, e.msgstr):
                 where = e.occurrences[0] if e.occurrences else ("?", "?")

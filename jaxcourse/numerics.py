@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["assert_product_close", "product_error_bound", "sum_tolerance",
-           "within_rounding"]
+__all__ = ["FLOAT32_ROUNDOFF", "assert_product_close", "product_error_bound",
+           "sum_tolerance", "within_rounding"]
 
 #: The unit roundoff of float32: half the distance from 1 to the next float.
 FLOAT32_ROUNDOFF = float(np.finfo(np.float32).eps) / 2

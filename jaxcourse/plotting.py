@@ -9,13 +9,16 @@ so a chapter written in Chinese calls it right after importing matplotlib.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from matplotlib import font_manager, ft2font, rcParams
 
 from jaxcourse import CourseError
 
 __all__ = [
-    "CJK_FONTS", "CJK_FONTS_SC", "FontNotFoundError", "font_covers", "use_cjk_font",
+    "CJK_FONTS", "CJK_FONTS_SC", "FIGURE_TEXT_KEY", "FIGURE_TEXT_MIME",
+    "FontNotFoundError", "export_figure_text", "figure_svg", "font_covers",
+    "pack_svg", "unpack_svg", "use_cjk_font",
 ]
 
 #: CJK font families, most wanted first: Traditional-Chinese faces before the
@@ -180,3 +183,91 @@ def use_cjk_font(
         "(the course's `make setup` does it); on macOS or Windows the system "
         "CJK fonts are found by themselves. Then restart the kernel."
     )
+
+
+# ---- figures whose text the Chinese editions translate -----------------------
+
+#: The MIME type under which a kernel set up by :func:`export_figure_text`
+#: displays each figure's SVG, next to its PNG. No front end renders it;
+#: ``scripts/run_notebook.py`` moves it into the output's metadata.
+FIGURE_TEXT_MIME = "application/vnd.jaxcourse.figure-text+svg"
+#: Where a stored output keeps that SVG: gzip, then base64.
+FIGURE_TEXT_KEY = "jaxcourse/figure-svg"
+
+
+def figure_svg(fig: Any) -> str:
+    """Return ``fig`` as an SVG whose text is text, not glyph outlines.
+
+    The figure is cropped as the inline backend crops its PNG
+    (``bbox_inches="tight"``), so the two show the same area; ids and dates
+    are fixed, so the same figure gives the same SVG.
+    """
+    import io
+
+    from matplotlib import rc_context
+
+    buffer = io.StringIO()
+    with rc_context({"svg.fonttype": "none", "svg.hashsalt": "jaxcourse"}):
+        fig.savefig(buffer, format="svg", bbox_inches="tight",
+                    facecolor=fig.get_facecolor(), metadata={"Date": None})
+    return buffer.getvalue()
+
+
+def pack_svg(svg: str) -> str:
+    """Compress an SVG for a notebook's metadata (gzip without a time stamp, base64)."""
+    import base64
+    import gzip
+
+    return base64.b64encode(gzip.compress(svg.encode(), mtime=0)).decode("ascii")
+
+
+def unpack_svg(packed: str) -> str:
+    """Undo :func:`pack_svg`."""
+    import base64
+    import gzip
+
+    return gzip.decompress(base64.b64decode(packed)).decode()
+
+
+def export_figure_text(shell: Any = None) -> bool:
+    """Make the kernel display each figure's SVG too, for the Chinese editions.
+
+    The English chapters are the masters of every output; their Chinese
+    editions are not executed again. So that an edition can still show a
+    figure with Chinese labels, the master is executed (by
+    ``scripts/run_notebook.py``) with this hook: each figure then also carries
+    an SVG whose labels are ``<text>`` elements, which ``jaxcourse.i18n``
+    translates.
+
+    Parameters
+    ----------
+    shell : IPython shell, optional
+        The running one by default.
+
+    Returns
+    -------
+    bool
+        False outside IPython, where there is nothing to hook.
+    """
+    if shell is None:
+        try:
+            from IPython import get_ipython
+        except ImportError:
+            return False
+        shell = get_ipython()
+    if shell is None:
+        return False
+    from IPython.core.formatters import BaseFormatter
+    from matplotlib.figure import FigureBase
+    from traitlets import ObjectName, Unicode
+
+    class _FigureText(BaseFormatter):
+        format_type = Unicode(FIGURE_TEXT_MIME)
+        print_method = ObjectName("_repr_jaxcourse_figure_text_")
+
+    formatter = _FigureText(parent=shell.display_formatter)
+    # On FigureBase, not Figure: the inline backend, once pyplot is imported,
+    # removes every formatter's entry for Figure itself; lookups walk the MRO.
+    formatter.for_type(FigureBase, lambda fig: pack_svg(figure_svg(fig)))
+    shell.display_formatter.formatters[FIGURE_TEXT_MIME] = formatter
+    return True

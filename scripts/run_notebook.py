@@ -6,6 +6,10 @@ Each notebook runs in a fresh kernel from its own folder, with the widget
 state stored (so the book can show live widgets), and a fixed hash seed.
 Outputs are then checked for absolute paths of this machine, which must
 never be committed.
+
+Each figure is stored with an SVG of itself in its output's metadata
+(``jaxcourse.plotting.export_figure_text``): the Chinese editions, which are
+not executed, translate its labels (``python -m jaxcourse.i18n``).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 
+from jaxcourse.plotting import FIGURE_TEXT_KEY, FIGURE_TEXT_MIME
+
 # A path under a home, temp or work folder, printed by an error or a repr.
 MACHINE_PATH = re.compile(r"/(root|home|tmp|work|Users)/[A-Za-z0-9_.-]+")
 
@@ -35,8 +41,12 @@ def execute(path: Path, timeout: int) -> list[str]:
         kernel_name="python3",
         resources={"metadata": {"path": str(path.parent)}},
         store_widget_state=True,
+        # Before the first cell: figures are displayed with their SVG too.
+        extra_arguments=["--IPKernelApp.exec_lines=from jaxcourse.plotting import "
+                         "export_figure_text; export_figure_text()"],
     )
     client.execute()
+    keep_figure_text(nb)
     # nbclient stores the kernel's language_info; store its kernelspec as
     # JupyterLab does too (its display name included), so that opening the
     # notebook in JupyterLab changes nothing and no save prompt appears.
@@ -52,6 +62,22 @@ def execute(path: Path, timeout: int) -> list[str]:
                 f"cell {index}: {m.group(0)}" for m in MACHINE_PATH.finditer(text)
             ]
     return leaks
+
+
+def keep_figure_text(nb: nbformat.NotebookNode) -> int:
+    """Move each figure's SVG from its output's data to its metadata.
+
+    No front end shows it there, and nbval does not compare metadata.
+    Returns how many figures had one.
+    """
+    count = 0
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            packed = output.get("data", {}).pop(FIGURE_TEXT_MIME, None)
+            if packed is not None:
+                output.setdefault("metadata", {})[FIGURE_TEXT_KEY] = packed
+                count += 1
+    return count
 
 
 def main() -> int:

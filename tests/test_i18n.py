@@ -3,7 +3,8 @@
 Each edition is generated from its English master and one Simplified-Chinese
 gettext catalog: the catalogs and editions are current; an edition's code is
 its master's (comments aside) and its outputs are the master's, proven by
-nbval on the master; zh-Hans holds no Traditional-only character and zh-Hant
+nbval on the master, except that each figure is the master's SVG with its
+labels translated; zh-Hans holds no Traditional-only character and zh-Hant
 no Simplified-only one; a changed English cell is shown in English, marked,
 never with its stale translation; every catalog covers at least 95 % of its
 Markdown cells, and no translation drops the English's code, math or links.
@@ -22,6 +23,7 @@ opencc = pytest.importorskip("opencc", reason="the editions' generator needs Ope
 polib = pytest.importorskip("polib", reason="the editions' generator needs polib")
 
 from jaxcourse import i18n  # noqa: E402  (after the skips)
+from jaxcourse.plotting import FIGURE_TEXT_KEY, figure_svg, pack_svg  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = i18n.families()
@@ -52,8 +54,74 @@ def test_edition_code_and_outputs_are_the_masters(master: str, language: str) ->
     assert [c.cell_type for c in edition.cells] == [c.cell_type for c in english.cells]
     for mine, theirs in zip(edition.cells, english.cells, strict=True):
         if mine.cell_type == "code":
-            assert mine.outputs == theirs.outputs
+            assert len(mine.outputs) == len(theirs.outputs)
+            for out, master_out in zip(mine.outputs, theirs.outputs, strict=True):
+                if FIGURE_TEXT_KEY in master_out.get("metadata", {}):
+                    # A figure: the master's SVG, labels translated.
+                    assert set(out.data) == {"image/svg+xml", "text/plain"}
+                    assert out.data["text/plain"] == master_out.data["text/plain"]
+                else:
+                    assert out == master_out
             assert mine.execution_count == theirs.execution_count
+
+
+CHAPTERS = sorted(master for family in FAMILIES for master in family.masters
+                  if master.startswith("book/"))
+
+
+@pytest.mark.parametrize("master", CHAPTERS, ids=lambda m: Path(m).stem)
+def test_every_figure_of_a_chapter_is_drawn_in_the_editions_language(
+        master: str) -> None:
+    """Each stored figure keeps its SVG, every label is translated, in CJK fonts."""
+    english = nbformat.read(ROOT / master, as_version=4)
+    figures = [o for c in english.cells for o in c.get("outputs", [])
+               if "image/png" in o.get("data", {})]
+    bare = [o.data["text/plain"] for o in figures
+            if FIGURE_TEXT_KEY not in o.get("metadata", {})]
+    assert bare == [], (
+        f"{len(bare)} figures of {master} have no SVG for the editions: execute it "
+        "with scripts/run_notebook.py, then python -m jaxcourse.i18n")
+    family = next(f for f in FAMILIES if master in f.masters)
+    done = {e.msgid for e in polib.pofile(str(family.catalog))
+            if e.msgctxt == i18n.FIGURE and e.msgstr and "fuzzy" not in e.flags
+            and not e.obsolete}
+    untranslated = sorted({t for o in figures for t in i18n._figure_texts(o)} - done)
+    assert untranslated == [], f"figure labels of {master} with no translation"
+    for language in i18n.EDITIONS:
+        edition = nbformat.read(ROOT / i18n.edition_path(master, language),
+                                as_version=4)
+        svgs = [o.data["image/svg+xml"] for c in edition.cells
+                for o in c.get("outputs", []) if "image/svg+xml" in o.get("data", {})]
+        assert len(svgs) == len(figures)
+        for svg in svgs:
+            assert f'xml:lang="{language}"' in svg
+            assert i18n.FIGURE_FONTS[language] in svg
+
+
+def test_a_figures_labels_are_translated_and_it_keeps_its_size() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4, 2))
+    ax.plot([1, 2, 3], label="loss")
+    ax.set(xlabel="SGD step", title="Bytes & <messages>")
+    ax.legend()
+    output = {"output_type": "display_data",
+              "data": {"image/png": "...", "text/plain": "<Figure size 400x200>"},
+              "metadata": {"image/png": {"width": 362, "height": 238},
+                           FIGURE_TEXT_KEY: pack_svg(figure_svg(fig))}}
+    plt.close(fig)
+    assert i18n._figure_texts(output) == ["SGD step", "Bytes & <messages>", "loss"]
+    done = {(i18n.FIGURE, "SGD step"): "SGD 步数",
+            (i18n.FIGURE, "Bytes & <messages>"): "字节与<消息>"}
+    out = i18n._translate_figure(output, done, "zh-Hans")
+    svg = out["data"]["image/svg+xml"]
+    assert svg.startswith("<svg") and 'width="362px" height="238px"' in svg
+    assert ">SGD 步数</text>" in svg and ">字节与&lt;消息&gt;</text>" in svg
+    assert ">loss</text>" in svg  # no translation: English, not lost
+    assert "image/png" not in out["data"] and out["metadata"] == {}
 
 
 def _sources(path: Path) -> str:
@@ -133,7 +201,24 @@ def test_a_removed_english_cell_leaves_an_obsolete_entry(tmp_path: Path) -> None
     nb.cells = [c for c in nb.cells if c.get("id") != cell_id]
     nbformat.write(nb, tmp_path / path)
     merged = i18n.merged(family, tmp_path)
-    assert [e.msgstr for e in merged.obsolete_entries()] == [done.msgstr]
+    before = {(e.msgctxt, e.msgid) for e in po.obsolete_entries()}
+    assert [e.msgstr for e in merged.obsolete_entries()
+            if (e.msgctxt, e.msgid) not in before] == [done.msgstr]
+
+
+def test_an_obsolete_entry_whose_english_returns_is_revived(tmp_path: Path) -> None:
+    # A figure's labels come and go with the run's data (the first mistakes it
+    # shows, say): a label that comes back gets its old translation back.
+    family = FAMILIES[0]
+    catalog = _copy_course(tmp_path, family)
+    po = polib.pofile(str(catalog))
+    done = next(e for e in po if e.msgctxt == i18n.FIGURE and e.msgstr)
+    done.obsolete = True
+    po.save(str(catalog))
+    merged = i18n.merged(family, tmp_path)
+    entry = merged.find(done.msgid, msgctxt=i18n.FIGURE)
+    assert entry is not None and not entry.obsolete and "fuzzy" not in entry.flags
+    assert entry.msgstr == done.msgstr
 
 
 COVERAGE = i18n.coverage()
@@ -212,3 +297,29 @@ def test_an_english_explorer_opened_in_an_edition_speaks_its_language(
     assert (english.language, edition.language) == ("en", "zh-Hant")
     assert edition.learning_rate.description != english.learning_rate.description
     assert CJK.search(edition.learning_rate.description)
+
+
+@pytest.mark.slow  # starts a kernel (through a script the marker cannot follow)
+def test_run_notebook_stores_each_figures_svg_for_the_editions(tmp_path: Path) -> None:
+    """The kernel run_notebook.py starts displays each figure's SVG too."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "run_notebook", ROOT / "scripts" / "run_notebook.py")
+    run_notebook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_notebook)
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            'import matplotlib.pyplot as plt\n'
+            '%config InlineBackend.figure_formats = ["retina"]'),
+        nbformat.v4.new_code_cell(
+            "fig, ax = plt.subplots(figsize=(3, 2))\n"
+            'ax.set(xlabel="SGD step")\nplt.show()'),
+    ]
+    path = tmp_path / "figure.ipynb"
+    nbformat.write(nb, path)
+    assert run_notebook.execute(path, timeout=120) == []
+    (output,) = nbformat.read(path, as_version=4).cells[1].outputs
+    assert "image/png" in output.data and len(output.data) == 2  # the PNG, text/plain
+    assert i18n._figure_texts(output) == ["SGD step"]
