@@ -15,7 +15,8 @@ Each verdict is one of:
 
 - **named**: some failed test says what is wrong: a known mistake, a shape,
   a dtype, a structure, an error the function raised (with its meaning), a
-  time-out, a missing technique;
+  time-out, a missing technique, or how the wrong values relate to the
+  expected ones (a factor, a sign, an offset, a shift: ``judging._pattern``);
 - **unnamed**: every failed test gives only a difference of values
   ("wrong values: expected …, got …"), or a launched process's raw output;
 - **accepted**: the Check passed it. Either the answer is right after all or

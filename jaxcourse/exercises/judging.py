@@ -210,8 +210,14 @@ def _kind(dtype: np.dtype) -> str:
     return dtype.name
 
 
-def compare(expected: Any, got: Any, case: Case, language: str = "en") -> str:
-    """Return what is wrong with ``got`` against ``expected`` ("" if nothing)."""
+def compare(expected: Any, got: Any, case: Case, language: str = "en",
+            patterns: bool = True) -> str:
+    """Return what is wrong with ``got`` against ``expected`` ("" if nothing).
+
+    With ``patterns``, a difference of values is followed by what the wrong
+    value has in common with the expected one, where it has something
+    (:func:`_pattern`: a constant factor, an offset, a shift).
+    """
     if isinstance(got, Bad):
         if got.type == "NoneType":
             return message("returned_none", language)
@@ -232,6 +238,9 @@ def compare(expected: Any, got: Any, case: Case, language: str = "en") -> str:
                        expected=message("array", language))
     for (path, exp), (_, out) in zip(_leaves(expected), _leaves(got), strict=True):
         problem = _compare_arrays(exp, out, case, language)
+        if problem and patterns:
+            pattern = _pattern(exp, out, case, language)
+            problem += f" — {pattern}" if pattern else ""
         if problem:
             return message("at_path", language, where=where(path, language),
                            problem=problem) if path else problem
@@ -279,6 +288,68 @@ def _compare_arrays(
             "wrong_values", language, expected=_fmt(exp), got=_fmt(got),
             diff=float(diff.max()), index=index,
         )
+    return ""
+
+
+def _factor(k: float, language: str) -> tuple[str, bool]:
+    """Return ``k`` in words, and whether it is a whole number or its inverse."""
+    n = round(k)
+    if n >= 2 and abs(k - n) <= 1e-3 * n:
+        return message("factor_times", language, n=n), True
+    m = round(1 / k)
+    if m >= 2 and abs(1 / k - m) <= 1e-3 * m:
+        return message("factor_part", language, n=m), True
+    return message("factor_other", language, k=k), False
+
+
+def _pattern(exp: np.ndarray, got: np.ndarray, case: Case, language: str) -> str:
+    """Name what a wrong value has in common with the expected one ("" if nothing).
+
+    Only for real numbers of the same shape that differ: every value scaled by
+    one factor (a sum for a mean, a factor of the device count), with the wrong
+    sign, off by one constant or by the same values along an axis (a bias or a
+    location left out), or moved along an axis (a ring shifted the wrong way).
+    Random differences match none of these, so nothing is named for them.
+    """
+    if exp.shape != got.shape or exp.size < 1 or exp.dtype.kind not in "fiu" \
+            or got.dtype.kind not in "fiu":
+        return ""
+    e, g = exp.astype(np.float64), got.astype(np.float64)
+    if not (np.isfinite(e).all() and np.isfinite(g).all()):
+        return ""
+
+    def close(a: np.ndarray, b: np.ndarray) -> bool:
+        return bool(np.allclose(a, b, rtol=max(case.rtol, 1e-6), atol=case.atol))
+
+    if close(g, e):
+        return ""
+    norm = float(np.vdot(e, e))
+    if norm > 0:
+        k = float(np.vdot(e, g)) / norm
+        if abs(k) > 1e-9 and close(g, k * e):
+            if abs(k + 1) <= 1e-3:
+                return message("pattern_negated", language)
+            factor, whole = _factor(k, language)
+            # One number is always some multiple of another: only a whole
+            # factor (or its inverse) says something there.
+            if e.size > 1 or whole:
+                return message("pattern_factor", language, factor=factor)
+    if e.size == 1:
+        return ""
+    diff = g - e
+    if close(diff, np.full_like(diff, diff.mean())):
+        return message("pattern_offset", language, offset=float(diff.mean()))
+    for axis in range(e.ndim):
+        if e.shape[axis] > 1 and close(diff, diff.mean(axis=axis, keepdims=True)):
+            return message("pattern_offset_axis", language, axis=axis)
+    for axis in range(e.ndim):
+        n = e.shape[axis]
+        # Two entries moved by one are just swapped: no ring to speak of.
+        if 3 <= n <= 64:
+            for shift in range(1, n):
+                if close(g, np.roll(e, shift, axis=axis)):
+                    return message("pattern_rolled", language, shift=shift,
+                                   axis=axis, back=n - shift)
     return ""
 
 
@@ -379,7 +450,9 @@ def _verdict(
         if problem:
             mistake = _diagnose(exercise, index, got)
             if mistake:
-                problem += " — " + mistake
+                # A known mistake says more than a pattern: it alone follows.
+                problem = compare(expected.value, got.value, case, lang,
+                                  patterns=False) + " — " + mistake
         elif got.mutated:
             problem = message("mutated_input", lang, arg=got.mutated)
     if problem:

@@ -68,6 +68,22 @@ TEXTS: dict[str, str] = {
     "mutated_input": "changed its input in place (argument {arg}); return a "
     "new value instead",
     "transposed": "the axes look swapped",
+    # What a wrong value has in common with the expected one (judging._pattern).
+    "pattern_factor": "every value is {factor} the expected one: a sum where a "
+    "mean was needed (or the reverse), or a stray factor such as the device "
+    "count or the batch size?",
+    "factor_times": "{n} times",
+    "factor_part": "1/{n} of",
+    "factor_other": "{k:.4g} times",
+    "pattern_negated": "every value has the wrong sign: a difference taken the "
+    "wrong way round?",
+    "pattern_offset": "every value is off by the same amount ({offset:.4g}): a "
+    "constant added, or left out?",
+    "pattern_offset_axis": "every slice along axis {axis} is off by the same "
+    "values: a term such as a bias, a mean or a location added, or left out?",
+    "pattern_rolled": "these are the expected values moved by {shift} along axis "
+    "{axis} (or by {back} the other way): shifted in the wrong direction, or "
+    "too far, round the ring?",
     "not_vectorized": "the traced program grows with the batch "
     "({small} operations for {n_small} examples, {large} for {n_large}): "
     "a Python loop over the examples? Use array operations or jax.vmap",

@@ -60,6 +60,19 @@ TEXTS: dict[str, str] = {
     "位于索引 {index}：预期 {expected:.4g}，得到 {got:.4g}）",
     "mutated_input": "直接修改了输入（第 {arg} 个参数）；请返回新的值",
     "transposed": "两个轴似乎对调了",
+    "pattern_factor": "每个值都是预期值的 {factor}：是不是该取平均的地方做"
+    "了求和（或反过来），或多乘了设备数、批次大小之类的因子？",
+    "factor_times": "{n} 倍",
+    "factor_part": "{n} 分之一",
+    "factor_other": "{k:.4g} 倍",
+    "pattern_negated": "每个值的正负号都相反：是不是相减的顺序反了？",
+    "pattern_offset": "每个值都差了同样的量（{offset:.4g}）：是不是多加"
+    "了一个常数，或漏加了？",
+    "pattern_offset_axis": "沿第 {axis} 轴的每一片都差了同一组值：是不是多加或漏"
+    "加了偏置、平均值或位置参数之类的一项？",
+    "pattern_rolled": "这是预期值沿第 {axis} 轴移动了 {shift} 格的"
+    "结果（或往另一个方向移动 {back} 格）：是不是在环上移"
+    "错了方向，或移太多格？",
     "not_vectorized": "追踪出的程序随批次变大（{n_small} 条时 {small} 个运算，"
     "{n_large} 条时 {large} 个）：是不是用 Python 循环逐条处理？"
     "请改用数组运算或 jax.vmap",

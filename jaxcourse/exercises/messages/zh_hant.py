@@ -58,6 +58,18 @@ TEXTS: dict[str, str] = {
     "位於索引 {index}：預期 {expected:.4g}，得到 {got:.4g}）",
     "mutated_input": "直接修改了輸入（第 {arg} 個引數）；請回傳新的值",
     "transposed": "兩個軸似乎對調了",
+    "pattern_factor": "每個值都是預期值的 {factor}：是不是該取平均的地方做了加總"
+    "（或反過來），或多乘了裝置數、批次大小之類的因子？",
+    "factor_times": "{n} 倍",
+    "factor_part": "{n} 分之一",
+    "factor_other": "{k:.4g} 倍",
+    "pattern_negated": "每個值的正負號都相反：是不是相減的順序反了？",
+    "pattern_offset": "每個值都差了同樣的量（{offset:.4g}）：是不是多加了一個常數，"
+    "或漏加了？",
+    "pattern_offset_axis": "沿第 {axis} 軸的每一片都差了同一組值：是不是多加或漏加了"
+    "偏置、平均值或位置參數之類的一項？",
+    "pattern_rolled": "這是預期值沿第 {axis} 軸移動了 {shift} 格的結果（或往另一個方向"
+    "移動 {back} 格）：是不是在環上移錯了方向，或移太多格？",
     "not_vectorized": "追蹤出的程式隨批次變大（{n_small} 筆時 {small} 個運算，"
     "{n_large} 筆時 {large} 個）：是不是用 Python 迴圈逐筆處理？"
     "請改用陣列運算或 jax.vmap",
