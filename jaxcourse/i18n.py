@@ -29,9 +29,9 @@ comment (``msgctxt "comment"``) or one label of a figure (``msgctxt "figure"``).
 Each entry lists the cells it comes from (``#: book/01_mlp.ipynb:<cell id>``).
 When the English of a cell changes, the merge keeps the old translation beside
 the new text, marked ``fuzzy`` with the old English as ``#| msgid``: a stale
-entry. Until a translator updates it and
-removes the mark, the edition shows that cell in English, under a line saying
-it is not translated yet; a stale translation is never shown.
+entry. Until a translator updates it and removes the mark, the edition shows
+that cell in English, under a line saying it is not translated yet; a stale
+translation is never shown.
 
 The editions' code is the master's, character for character, except comments;
 their outputs are the master's, which nbval proves on the English notebook, so
@@ -258,9 +258,8 @@ def _translate_figure(output: dict, done: dict, language: str) -> dict:
     for name in ("width", "height"):
         if name in shown:
             tag = re.sub(rf'\b{name}="[^"]*"', f'{name}="{shown[name]}px"', tag)
-    svg = svg[:start] + tag + f' xml:lang="{language}"' + svg[end:]
-    # Only the XML from <svg> on: a notebook's SVG output is an element.
-    svg = svg[svg.index("<svg"):]
+    # From <svg> on, without the XML prolog: a notebook's SVG output is an element.
+    svg = tag + f' xml:lang="{language}"' + svg[end:]
     out = copy.deepcopy(output)
     out["data"] = {k: v for k, v in out["data"].items() if not k.startswith("image/")}
     out["data"]["image/svg+xml"] = svg
@@ -692,9 +691,8 @@ def coverage(root: Path = ROOT) -> list[dict]:
         comments = [e for e in po if not e.obsolete and e.msgctxt == COMMENT]
         texts = [e for e in po if not e.obsolete and e.msgctxt == EXERCISE]
         labels = [e for e in po if not e.obsolete and e.msgctxt == FIGURE]
-        texts_done = sum(1 for e in texts if e.msgstr and "fuzzy" not in e.flags)
         stale = sum(1 for e in cells if "fuzzy" in e.flags)
-        done = sum(1 for e in cells if e.msgstr and "fuzzy" not in e.flags)
+        done = _done(cells)
         for language in EDITIONS:  # one translation: both scripts cover the same
             rows.append({
                 "catalog": family.name, "language": language, "cells": len(cells),
@@ -702,13 +700,15 @@ def coverage(root: Path = ROOT) -> list[dict]:
                 "missing": len(cells) - done - stale,
                 "percent": 100.0 * done / len(cells) if cells else 100.0,
                 "comments": f"{sum(1 for e in comments if e.msgstr)}/{len(comments)}",
-                "exercise texts": f"{texts_done}/{len(texts)}" if family.topic else "",
+                "exercise texts": (f"{_done(texts)}/{len(texts)}" if family.topic
+                                   else ""),
                 "figure labels": f"{_done(labels)}/{len(labels)}" if labels else "",
             })
     return rows
 
 
 def _done(entries: list) -> int:
+    """Count the entries translated and not stale."""
     return sum(1 for e in entries if e.msgstr and "fuzzy" not in e.flags)
 
 
