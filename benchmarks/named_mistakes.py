@@ -14,9 +14,14 @@ answers to ``dp_zh.*`` are checked against the Simplified edition
 Each verdict is one of:
 
 - **named**: some failed test says what is wrong: a known mistake, a shape,
-  a dtype, a structure, an error the function raised (with its meaning), a
-  time-out, a missing technique, or how the wrong values relate to the
+  a dtype, a structure, a time-out, a missing technique, a measurement of
+  the compiled program or of a layout in words (``judging._measured``), the
+  course's advice on an error, or how the wrong values relate to the
   expected ones (a factor, a sign, an offset, a shift: ``judging._pattern``);
+- **raised**: no failed test names it, but one reports an error the function
+  raised, in the error's own words only (no known mistake, no advice of the
+  course's): it locates the problem without naming it, and counts against
+  the strict fraction (the target's), for the looser one beside it;
 - **unnamed**: every failed test gives only a difference of values
   ("wrong values: expected …, got …"), or a launched process's raw output;
 - **accepted**: the Check passed it. Either the answer is right after all or
@@ -93,13 +98,38 @@ def value_only(problem: str, language: str) -> bool:
     return bool(raw) and not re.search(r"[A-Za-z]{3,}", raw[1])
 
 
+def raw_error(problem: str, language: str) -> bool:
+    """Whether ``problem`` only passes on an error's own text, with nothing added.
+
+    An exception's message may say what is wrong (JAX's often does), but in
+    its own words and terms, not the exercise's: the strict count does not
+    take it as named. The course's advice after it (a concrete value needed
+    under jit, an escaped tracer) or a known mistake's message does count.
+    """
+    from jaxcourse.exercises.messages import MESSAGES
+
+    texts = {**MESSAGES["en"], **MESSAGES[language]}
+    if " — " in problem or any(
+            texts[k] in problem for k in ("jit_advice", "tracer_leak")):
+        return False
+    raised = [_template(texts[k]) for k in ("raised", "raised_under")]
+    return any(r.match(problem) for r in raised)
+
+
 def verdict(result: object) -> str:
-    """Return "accepted", "named" or "unnamed" for a Check's result."""
+    """Return "accepted", "named", "raised" or "unnamed" for a Check's result.
+
+    "raised": no failed test names the mistake, but one reports an error the
+    function raised, in the error's own words (:func:`raw_error`).
+    """
     if result.passed:
         return "accepted"
     failed = [f for f in result.feedback if not f.passed]
     if all(value_only(f.problem, result.language) for f in failed):
         return "unnamed"
+    if all(value_only(f.problem, result.language)
+           or raw_error(f.problem, result.language) for f in failed):
+        return "raised"
     return "named"
 
 
@@ -162,30 +192,36 @@ def main(argv: list[str] | None = None) -> int:
     table: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for row in rows:
         table[row["id"]][row["verdict"]] += 1
-    print(f"{'exercise':36} {'answers':>7} {'named':>6} {'unnamed':>8} "
-          f"{'accepted':>9} {'named %':>8}")
+    print(f"{'exercise':36} {'answers':>7} {'named':>6} {'raised':>7} {'unnamed':>8} "
+          f"{'accepted':>9} {'named %':>8} {'+raised %':>10}")
     low = []
     for exercise_id in sorted(table):
         t = table[exercise_id]
-        judged = t["named"] + t["unnamed"]
+        judged = t["named"] + t["raised"] + t["unnamed"]
         share = 100 * t["named"] / judged if judged else float("nan")
+        loose = 100 * (t["named"] + t["raised"]) / judged if judged else float("nan")
         if judged and share < 40:
             low.append(exercise_id)
         print(f"{exercise_id:36} {judged + t['accepted']:7d} {t['named']:6d} "
-              f"{t['unnamed']:8d} {t['accepted']:9d} {share:7.0f}%")
+              f"{t['raised']:7d} {t['unnamed']:8d} {t['accepted']:9d} {share:7.0f}% "
+              f"{loose:9.0f}%")
     named = sum(t["named"] for t in table.values())
-    judged = sum(t["named"] + t["unnamed"] for t in table.values())
+    raised = sum(t["raised"] for t in table.values())
+    judged = sum(t["named"] + t["raised"] + t["unnamed"] for t in table.values())
     print("\nnot named:")
     for row in rows:
-        if row["verdict"] == "unnamed":
+        if row["verdict"] in ("unnamed", "raised"):
             print(f"  {row['id']} {row['answer']}: {row['failed'][0][:150]}")
     print("\naccepted (right after all, or a mistake the cases miss):")
     for row in rows:
         if row["verdict"] == "accepted":
             print(f"  {row['id']} {row['answer']}: {row['what']}")
     overall = 100 * named / judged if judged else float("nan")
+    loose = 100 * (named + raised) / judged if judged else float("nan")
     print(f"\nnamed: {named} of {judged} wrong answers ({overall:.0f} %; target "
           f"60 %); exercises under 40 %: {', '.join(low) or 'none'}")
+    print(f"named or reported as the error raised: {named + raised} of {judged} "
+          f"({loose:.0f} %)")
     return 0
 
 

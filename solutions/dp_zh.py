@@ -34,6 +34,8 @@ from jax.sharding import PartitionSpec as P
 
 from jaxcourse.exercises import Case, Exercise, Mistake, register
 from jaxcourse.exercises.editions import edition, read_texts
+from jaxcourse.numerics import sum_tolerance
+from solutions.shard_map_checks import has_shard_map
 
 CHAPTER = "08_dp_zh"
 NUM_DEVICES = 8
@@ -210,6 +212,19 @@ def _blocks_with(per_block):
     return shard_map_normalize
 
 
+def _uses_shard_map(function, grid, mesh) -> dict:
+    """Runner：函式的程式裡有沒有 jax.shard_map（1 或 0）.
+
+    grid / grid.sum() 在分片的 grid 上也會算出對的值（編譯器自己切分、自己加總），
+    但這道練習要的是逐裝置的程式和它的 psum。
+    """
+    try:
+        found = has_shard_map(jax.make_jaxpr(lambda g: function(g, mesh))(grid).jaxpr)
+    except Exception:  # noqa: BLE001  只能在 jit 之外執行（例如 jax.set_mesh）：不算錯
+        found = True
+    return {"shard_map": np.array(int(found), np.int32)}
+
+
 def _np_params(rng: np.random.Generator, sizes: list[int]) -> list[dict]:
     return [
         {"w": (rng.normal(size=(n_in, n_out)) * np.sqrt(2.0 / n_in)).astype(np.float32),
@@ -222,6 +237,35 @@ def _np_batch(rng: np.random.Generator, n: int, n_in: int):
     images = rng.uniform(0.0, 1.0, size=(n, n_in)).astype(np.float32)
     labels = rng.integers(0, NUM_CLASSES, size=n).astype(np.int32)
     return images, labels
+
+
+#: 梯度各項大小的上界：把反向傳播換成絕對值（|p - t| 經過 |W| 與 |激活值|）。
+#: 各案例的抽樣最多 5.0；每個案例換 200 個種子，最多 8.7。
+GRADIENT_TERMS = 10.0
+
+
+def _step_tolerance(sizes: list[int], global_batch: int, step_size: float) -> dict:
+    """兩次 float32 計算的一步 SGD（只比梯度時 step_size 為 1）可以差多少.
+
+    梯度串起每一層寬度的和（正向一次、反向一次），再加上全域批次的和（先在裝置上、
+    再跨裝置，合起來仍是 global_batch 項的和，怎麼分都一樣）：一階近似下與精確值差在
+    gamma_n 之內（n = 2 sum(sizes) + global_batch），相對於各項的大小（GRADIENT_TERMS
+    以內）；兩次計算最多差兩倍，再乘上步長。logit 的捨入經由 softmax 造成的誤差不計：
+    一階的上界可以更大，但實際的捨入遠遠不到（實測誤差不到這個界的十分之一）。損失和
+    第 7 章一樣，取相對於損失本身的 2 gamma_n（rtol），它也涵蓋 p - step_size * g
+    最後那一次捨入。
+    """
+    tolerance = 2 * sum_tolerance(2 * sum(sizes) + global_batch)
+    return {"rtol": tolerance, "atol": tolerance * step_size * GRADIENT_TERMS}
+
+
+def _normalize_tolerance(size: int) -> dict:
+    """把 size 個正數各除以它們的和：兩次 float32 計算可以差多少.
+
+    正數相加沒有相消，任何順序的和都在精確值的 gamma_size 之內（相對於和本身），除法
+    再捨入一次；兩次計算最多差兩倍。
+    """
+    return {"rtol": 2 * sum_tolerance(size + 1), "atol": 0.0}
 
 
 def _step_inputs(sizes: list[int], per_device: int, step_size: float):
@@ -285,13 +329,16 @@ EXERCISES = register(
         cases=[
             Case("global_normalize(grid)，grid = arange(200) 排成 (8, 25)",
                  lambda rng: (np.arange(200, dtype=np.float32).reshape(8, 25),),
-                 extract=_with_devices),
+                 extract=_with_devices, **_normalize_tolerance(200)),
             Case("global_normalize(grid)，grid 為 (8, 3) 的隨機正數",
-                 _positive_grid(8, 3), extract=_with_devices),
+                 _positive_grid(8, 3), extract=_with_devices,
+                 **_normalize_tolerance(24)),
             Case("global_normalize(grid)，grid 為 (8, 16) 的隨機正數",
-                 _positive_grid(8, 16), seed=1, extract=_with_devices),
+                 _positive_grid(8, 16), seed=1, extract=_with_devices,
+                 **_normalize_tolerance(128)),
             Case("global_normalize(grid)，grid 為 (8, 1)：每臺裝置只有一個數",
-                 _positive_grid(8, 1), seed=2, extract=_with_devices),
+                 _positive_grid(8, 1), seed=2, extract=_with_devices,
+                 **_normalize_tolerance(8)),
         ],
         hints=[
             "外層 jax.pmap(..., axis_name=\"i\") 把 8 列分給 8 臺裝置，"
@@ -410,11 +457,14 @@ EXERCISES = register(
         reference=pmap_step,
         cases=[
             Case("pmap_step：[20, 16, 10] 的 MLP，8 臺裝置 × 每臺 4 筆，step_size 0.5",
-                 _step_inputs([20, 16, 10], 4, 0.5), rtol=1e-4, atol=1e-6),
+                 _step_inputs([20, 16, 10], 4, 0.5),
+                 **_step_tolerance([20, 16, 10], 32, 0.5)),
             Case("pmap_step 使用 step_size 引數（0.1，另一組資料）",
-                 _step_inputs([20, 16, 10], 4, 0.1), seed=1, rtol=1e-4, atol=1e-6),
+                 _step_inputs([20, 16, 10], 4, 0.1), seed=1,
+                 **_step_tolerance([20, 16, 10], 32, 0.1)),
             Case("pmap_step：[784, 32, 10] 的 MLP，8 臺裝置 × 每臺 8 筆，step_size 0.5",
-                 _step_inputs([784, 32, 10], 8, 0.5), seed=2, rtol=1e-4, atol=1e-6),
+                 _step_inputs([784, 32, 10], 8, 0.5), seed=2,
+                 **_step_tolerance([784, 32, 10], 64, 0.5)),
         ],
         hints=[
             "每臺裝置先用 jax.value_and_grad(loss_fn) 算出自己那一片資料上的"
@@ -451,14 +501,14 @@ EXERCISES = register(
         reference=data_parallel_grads,
         cases=[
             Case("[20, 16, 10] 的 MLP，全域批次 32 筆（8 臺 × 4 筆）",
-                 _grads_inputs([20, 16, 10], 32), rtol=1e-4, atol=1e-6,
-                 extract=_with_devices),
+                 _grads_inputs([20, 16, 10], 32), extract=_with_devices,
+                 **_step_tolerance([20, 16, 10], 32, 1.0)),
             Case("[784, 32, 10] 的 MLP，全域批次 64 筆",
-                 _grads_inputs([784, 32, 10], 64), seed=1, rtol=1e-4, atol=1e-6,
-                 extract=_with_devices),
+                 _grads_inputs([784, 32, 10], 64), seed=1, extract=_with_devices,
+                 **_step_tolerance([784, 32, 10], 64, 1.0)),
             Case("jax.jit 之下：[20, 16, 10] 的 MLP，全域批次 16 筆",
                  _grads_inputs([20, 16, 10], 16), seed=2, transform="jit",
-                 rtol=1e-4, atol=1e-6, extract=_with_devices),
+                 extract=_with_devices, **_step_tolerance([20, 16, 10], 16, 1.0)),
         ],
         hints=[
             "先決定三個輸入與輸出的分片規格：參數在每臺裝置上都是完整的一份，"
@@ -495,16 +545,22 @@ EXERCISES = register(
         reference=shard_map_normalize,
         cases=[
             Case("(8, 6) 的 grid 依 P(\"i\", \"j\") 分片在 4 × 2 的網格上：數值",
-                 _grid_on_mesh(8, 6, (4, 2)), extract=_values),
+                 _grid_on_mesh(8, 6, (4, 2)), extract=_values,
+                 **_normalize_tolerance(48)),
             Case("(4, 12) 的 grid 分片在 2 × 4 的網格上：數值",
-                 _grid_on_mesh(4, 12, (2, 4)), seed=1, extract=_values),
+                 _grid_on_mesh(4, 12, (2, 4)), seed=1, extract=_values,
+                 **_normalize_tolerance(48)),
             Case("(8, 2) 的 grid 分片在 8 × 1 的網格上：數值",
-                 _grid_on_mesh(8, 2, (8, 1)), seed=2, extract=_values),
+                 _grid_on_mesh(8, 2, (8, 1)), seed=2, extract=_values,
+                 **_normalize_tolerance(16)),
             Case("(4, 50) 的 grid 分片在 4 × 2 的網格上（本章的例子）：數值",
-                 _grid_on_mesh(4, 50, (4, 2)), seed=3, extract=_values),
+                 _grid_on_mesh(4, 50, (4, 2)), seed=3, extract=_values,
+                 **_normalize_tolerance(200)),
             Case("4 × 2 的網格上，結果和 grid 一樣依 P(\"i\", \"j\") 分片"
                  "（比較每臺裝置拿到的那一塊）",
                  _grid_on_mesh(8, 6, (4, 2)), extract=_blocks),
+            Case("函式用 jax.shard_map 寫出逐裝置的程式（在它的 jaxpr 裡找 shard_map）",
+                 _grid_on_mesh(8, 6, (4, 2)), runner=_uses_shard_map),
             Case("2 × 4 的網格上，結果和 grid 一樣分片（比較每臺裝置拿到的那一塊）",
                  _grid_on_mesh(4, 12, (2, 4)), seed=1, extract=_blocks),
         ],

@@ -390,11 +390,25 @@ def _uneven_steps(result: Any, scenarios: int) -> str:
     return ""
 
 
+# An exception's last line in a traceback: "ValueError: ...", "jax.errors.X: ...".
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*")
+
+
 def _failure_message(error: Any) -> str:
+    """Say in words why a process failed: its exception, not its last printout.
+
+    A process's stderr may end with an array it printed, or with the tail of
+    a long message; the exception's own line says what went wrong.
+    """
     rank = getattr(error, "rank", "?")
-    lines = [line for line in error.result.lines(rank, "stderr") if line.strip()]
-    last = lines[-1].strip() if lines else str(error).splitlines()[0]
-    return f"process {rank} failed: {last}"
+    lines = [line.strip() for line in error.result.lines(rank, "stderr")
+             if line.strip()]
+    found = next((line for line in reversed(lines) if _EXCEPTION_LINE.match(line)),
+                 None)
+    if found is None:
+        worded = [line for line in lines if re.search(r"[A-Za-z]{3,}", line)]
+        found = worded[-1] if worded else str(error).splitlines()[0]
+    return f"process {rank} failed: {found}"
 
 
 def launch_run_epoch(function: Callable, scenarios: Sequence) -> tuple:

@@ -29,12 +29,15 @@ from jaxcourse.exercises import Case, Exercise, Mistake, register
 from jaxcourse.exercises.explorers_sharding import COLLECTIVES
 from solutions import shard_map_mistakes as wrong
 from solutions.shard_map_checks import (
+    gradient_tolerance,
     leaf_layouts,
     leaf_values,
     linear_loss,
     matmul_inputs,
+    mean_tolerance,
     only_collectives,
     place,  # noqa: F401  the notebooks import it from here, with linear_loss
+    product_tolerance,
     regression_inputs,
     rows_inputs,
     standard_cases,
@@ -129,7 +132,8 @@ register(
         cases=standard_cases(("x of 32 entries", "x of 24 entries"),
                              vector_inputs(8, 32), vector_inputs(4, 24),
                              "P() (a replicated scalar)",
-                             only_collectives("an all-reduce")),
+                             only_collectives("an all-reduce"),
+                             (mean_tolerance(32), mean_tolerance(24))),
         hints=[
             "Inside shard_map each device sees only its block of x. What single "
             "number could each device contribute so that adding them up over 'i' "
@@ -170,7 +174,9 @@ register(
                              matmul_inputs(**MATMUL_8, lhs_spec=P("i", None)),
                              matmul_inputs(**MATMUL_4, lhs_spec=P("i", None)),
                              "P('i', None) (rows split)",
-                             only_collectives("an all-gather")),
+                             only_collectives("an all-gather"),
+                             (product_tolerance(MATMUL_8["k"]),
+                              product_tolerance(MATMUL_4["k"]))),
         hints=[
             "Write down the shapes each device sees: its rows of lhs with every "
             "column, and a block of rhs's rows. Which operand is missing pieces "
@@ -208,7 +214,9 @@ register(
                              matmul_inputs(**MATMUL_8, lhs_spec=P(None, "i")),
                              matmul_inputs(**MATMUL_4, lhs_spec=P(None, "i")),
                              "P('i', None) (rows split)",
-                             only_collectives("a reduce-scatter")),
+                             only_collectives("a reduce-scatter"),
+                             (product_tolerance(MATMUL_8["k"]),
+                              product_tolerance(MATMUL_4["k"]))),
         hints=[
             "Both operands are split along the contracted dimension. What does the "
             "product of a device's two blocks give: a piece of the result, or a "
@@ -305,10 +313,10 @@ register(
         cases=[
             Case("gradients on a mesh of 8 devices (w (5, 3), b (3,), 32 "
                  "examples split over 'batch')", regression_inputs(8, 32, 5, 3),
-                 extract=leaf_values, rtol=1e-4, atol=1e-5),
+                 extract=leaf_values, **gradient_tolerance(5, 32)),
             Case("gradients on a mesh of 4 devices (w (4, 2), b (2,), 24 "
                  "examples)", regression_inputs(4, 24, 4, 2), extract=leaf_values,
-                 rtol=1e-4, atol=1e-5),
+                 **gradient_tolerance(4, 24)),
             Case("the gradients are replicated like the parameters, P()",
                  regression_inputs(8, 32, 5, 3), extract=leaf_layouts),
         ],

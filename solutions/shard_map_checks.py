@@ -10,7 +10,10 @@ one-axis ``Auto`` mesh built by :func:`jaxcourse.collectives.line_mesh` (axis
 exercises share: the values on meshes of 8 and 4 devices (a device count
 written into the code fails), where the result lives (:func:`layout`) and,
 for the exercises about communication, which collectives XLA compiled into
-the program (:func:`collectives_present`).
+the program (:func:`collectives_present`). How close the values must be is
+derived from float32's rounding (:func:`mean_tolerance`,
+:func:`product_tolerance`, :func:`gradient_tolerance`); data that is only
+moved compares exactly.
 
 :func:`linear_loss` is the model of ``data_parallel_grads``, whose reference
 and known mistakes differentiate it; the notebooks import it and
@@ -31,6 +34,7 @@ from jax.sharding import PartitionSpec as P
 from jaxcourse.collectives import line_mesh
 from jaxcourse.exercises import Case
 from jaxcourse.exercises.explorers_sharding import COLLECTIVES, collective_counts
+from jaxcourse.numerics import sum_tolerance
 
 #: An input builder: ``inputs(rng)`` returns the arguments of one case.
 Inputs = Callable[[np.random.Generator], tuple]
@@ -84,22 +88,47 @@ def leaf_layouts(out: Any) -> tuple:
     return tuple(layout(leaf) for leaf in jax.tree.leaves(out))
 
 
-def collectives_present(function: Callable, *args: Any) -> np.ndarray:
+def has_shard_map(jaxpr: Any) -> bool:
+    """Whether a jaxpr, or one nested in its equations, calls ``shard_map``."""
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "shard_map":
+            return True
+        for param in eqn.params.values():
+            inner = getattr(param, "jaxpr", param)
+            if hasattr(inner, "eqns") and has_shard_map(inner):
+                return True
+    return False
+
+
+def collectives_present(function: Callable, *args: Any) -> dict:
     """Runner: which collectives XLA compiles into ``function(*arrays, mesh)``.
 
-    One 0/1 entry per name in COLLECTIVES: presence, not counts, so an answer
-    that XLA happens to compile into two all-gathers instead of one still
-    passes.
+    ``collectives``: one 0/1 entry per name in COLLECTIVES, presence, not
+    counts, so an answer that XLA happens to compile into two all-gathers
+    instead of one still passes. ``shard_map``: 1 if the function's program
+    has a ``jax.shard_map`` in it. The exercises ask for the per-device
+    program: ``jnp.mean(x)`` on a split ``x`` compiles to the same all-reduce,
+    and only this tells the learner that the technique is missing.
     """
     *arrays, mesh = args
-    counts = collective_counts(lambda *a: function(*a, mesh), *arrays)
-    return (counts > 0).astype(np.int32)
+
+    def call(*a: Any) -> Any:
+        return function(*a, mesh)
+
+    counts = collective_counts(call, *arrays)
+    try:
+        found = has_shard_map(jax.make_jaxpr(call)(*arrays).jaxpr)
+    except Exception:  # noqa: BLE001  runs only outside jit (jax.set_mesh): not wrong
+        found = True
+    return {"collectives": (counts > 0).astype(np.int32),
+            "shard_map": np.array(int(found), np.int32)}
 
 
 def only_collectives(*names: str) -> str:
     """Describe the case of :func:`collectives_present` that expects ``names``."""
     return "the compiled program contains " + " and ".join(names) + \
-        " and no other collective (of " + ", ".join(COLLECTIVES) + ")"
+        " and no other collective (of " + ", ".join(COLLECTIVES) + \
+        "), and it comes from your jax.shard_map"
 
 
 # --------------------------------------------------------------------------
@@ -156,8 +185,57 @@ def regression_inputs(n: int, examples: int, features: int, outputs: int) -> Inp
     return make
 
 
+# --------------------------------------------------------------------------
+# How close two float32 results must be (jaxcourse.numerics)
+# --------------------------------------------------------------------------
+
+#: Moved data (a ring shift, positions counted in int32) is compared bit for bit.
+EXACT = {"rtol": 0.0, "atol": 0.0}
+
+
+def mean_tolerance(length: int) -> dict[str, float]:
+    """Return the ``rtol`` and ``atol`` of two float32 means of ``length`` draws.
+
+    Any order of the sum (per device, then across devices) is within
+    ``gamma_length`` of exact, relative to ``sum |x|``; dividing by the length
+    (once, or per device and then by the device count) rounds twice at most,
+    each within ``u`` of the mean. So each mean is within ``gamma_(length + 2)``
+    of ``max |x|``, below 4 for :func:`vector_inputs` (standard normal draws:
+    2.3 in the cases, at most 3.6 over 200 seeds), and two differ by twice that.
+    """
+    return {"rtol": 0.0, "atol": 2 * sum_tolerance(length + 2) * 4}
+
+
+def product_tolerance(inner: int) -> dict[str, float]:
+    """Return the ``rtol`` and ``atol`` of two float32 products ``lhs @ rhs``.
+
+    However the ``inner`` products are split between devices and summed, each
+    entry is within ``gamma_inner`` of exact, relative to ``|lhs| @ |rhs|``
+    (:func:`jaxcourse.numerics.product_error_bound`): below 48 for
+    :func:`matmul_inputs`'s standard normal draws (32 and 24 in the cases, at
+    most 42 over 200 seeds). Two products differ by twice that.
+    """
+    return {"rtol": 0.0, "atol": 2 * sum_tolerance(inner) * 48}
+
+
+def gradient_tolerance(features: int, examples: int) -> dict[str, float]:
+    """Return the ``rtol`` and ``atol`` of two float32 gradients of :func:`linear_loss`.
+
+    A residual sums ``features`` products, the bias and the target; the
+    gradient sums over the ``examples`` (per device, then across devices: one
+    sum in some order). To first order each gradient is within
+    ``gamma_(features + 2 + examples)`` of exact, relative to its terms
+    ``2 / examples * |x| @ (|x| @ |w| + |b| + |t|)``: below 32 for
+    :func:`regression_inputs` (11 and 7.8 in the cases, at most 23 over 200
+    seeds). Two gradients differ by twice that.
+    """
+    return {"rtol": 0.0,
+            "atol": 2 * sum_tolerance(features + 2 + examples) * 32}
+
+
 def standard_cases(sizes: tuple[str, str], make8: Inputs, make4: Inputs,
-                   spec_text: str, communication: str | None) -> list[Case]:
+                   spec_text: str, communication: str | None,
+                   tolerances: tuple[dict, dict] = (EXACT, EXACT)) -> list[Case]:
     """Return the cases most of chapter 5's exercises share.
 
     Parameters
@@ -171,12 +249,15 @@ def standard_cases(sizes: tuple[str, str], make8: Inputs, make4: Inputs,
     communication : str or None
         The description of the case of :func:`collectives_present` (see
         :func:`only_collectives`); None for no such case.
+    tolerances : (dict, dict)
+        The ``rtol`` and ``atol`` of the values on 8 and on 4 devices; by
+        default :data:`EXACT`, for data that is only moved.
     """
     cases = [
         Case(f"values on a mesh of 8 devices ({sizes[0]})", make8,
-             extract=leaf_values, rtol=1e-4, atol=1e-4),
+             extract=leaf_values, **tolerances[0]),
         Case(f"values on a mesh of 4 devices ({sizes[1]})", make4,
-             extract=leaf_values, rtol=1e-4, atol=1e-4),
+             extract=leaf_values, **tolerances[1]),
         Case(f"the result is laid out as {spec_text} (the slice each device "
              "holds, 8 devices)", make8, extract=leaf_layouts),
     ]

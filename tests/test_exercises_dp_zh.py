@@ -19,12 +19,14 @@ from collections import Counter
 from pathlib import Path
 
 import jax
+import numpy as np
 import pytest
 from exercise_answers import right
 from exercise_answers.dp_zh import split_swapped
 from processes import MARK, run_script
 
 from jaxcourse.exercises import check, get
+from jaxcourse.numerics import sum_tolerance
 
 IDS = ["dp_zh.global_normalize", "dp_zh.split_for_devices", "dp_zh.replicate",
        "dp_zh.pmap_step", "dp_zh.data_parallel_grads", "dp_zh.shard_map_normalize"]
@@ -84,6 +86,35 @@ def test_panel_and_feedback_are_chinese() -> None:
 # ---- the explorer, headless ----------------------------------------------------------
 
 
+def _gradient_terms(params, images, labels) -> float:
+    """The largest term of loss_fn's gradient: the backward pass on absolute values."""
+    (w1, b1), (w2, b2) = [(np.asarray(layer["w"], np.float64),
+                           np.asarray(layer["b"], np.float64)) for layer in params]
+    x = np.asarray(images, np.float64).reshape(-1, w1.shape[0])
+    targets = np.eye(w2.shape[1])[np.asarray(labels).reshape(-1)]
+    z1 = x @ w1 + b1
+    gate = 1 / (1 + np.exp(-z1))
+    z2 = (z1 * gate) @ w2 + b2
+    p = np.exp(z2 - z2.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    out = np.abs(p - targets) / len(x)
+    hidden = (out @ np.abs(w2).T) * np.abs(gate + z1 * gate * (1 - gate))  # swish'
+    terms = np.abs(x) @ np.abs(w1) + np.abs(b1)
+    return float(max((terms.T @ out).max(), out.sum(0).max(),
+                     (np.abs(x).T @ hidden).max(), hidden.sum(0).max()))
+
+
+def test_the_gradient_bound_the_tolerances_assume_holds() -> None:
+    from solutions import dp_zh
+
+    for case in get("dp_zh.pmap_step").cases:
+        stacked, images, labels, _ = case.make_inputs()
+        params = [{k: v[0] for k, v in layer.items()} for layer in stacked]
+        assert _gradient_terms(params, images, labels) <= dp_zh.GRADIENT_TERMS
+    for case in get("dp_zh.data_parallel_grads").cases:
+        assert _gradient_terms(*case.make_inputs()) <= dp_zh.GRADIENT_TERMS
+
+
 def test_explorer_functions_on_this_process_devices() -> None:
     from jaxcourse.exercises.explorers_dp_zh import (
         DataParallelExplorer,
@@ -95,8 +126,10 @@ def test_explorer_functions_on_this_process_devices() -> None:
     e = explore(1, 6)
     assert e.global_batch == 6 and e.shard_shape == (6, 28, 28)
     assert e.images_shape == (1, 6, 28, 28)
-    assert abs(e.total - 1.0) < 1e-5
-    assert abs(explore(1, 6, None).total - 6.0) < 1e-5
+    # 1..6 sum exactly; each quotient rounds within u and their float32 sum
+    # within gamma_6: within gamma_7 of 1. Each x / x is exactly 1.
+    assert abs(e.total - 1.0) <= sum_tolerance(6 + 1)
+    assert explore(1, 6, None).total == 6.0
     assert "全域批次" in summary_html(e)
     assert plot_exploration(e).startswith(b"\x89PNG")
     with pytest.raises(ValueError, match="num_devices must be between"):
@@ -153,15 +186,18 @@ def test_explorer_on_8_devices(eight) -> None:
     states = eight["explorer"]
     devices, per_device, total, on, status, png = states["initial"]
     assert (devices, per_device, on) == (8, 4, 8)
-    assert abs(total - 1.0) < 1e-5 and png == b"\x89PNG".hex()
+    # 32 quotients of an exact integer sum: within gamma_33 of 1 (as above).
+    assert abs(total - 1.0) <= sum_tolerance(32 + 1) and png == b"\x89PNG".hex()
     assert "8 臺裝置 × 每臺 4 筆 = 32 筆" in status
     assert "(8, 4, 28, 28)" in status
+    # The sums are rounded to 4 decimals, and float32 keeps them within
+    # gamma_16 (below 1e-6) of whole numbers: they round to them exactly.
     both = states["('i', 'j')"]
-    assert both[:2] == [15, [5, 28, 28]] and abs(both[3] - 1.0) < 1e-4
+    assert both[:2] == [15, [5, 28, 28]] and both[3] == 1.0
     assert both[4] == 3
     rows = states["('j',)"]
-    assert rows[2] == [1.0, 1.0, 1.0] and abs(rows[3] - 3.0) < 1e-4
-    assert abs(states["('i',)"][3] - 5.0) < 1e-4  # one per column
+    assert rows[2] == [1.0, 1.0, 1.0] and rows[3] == 3.0
+    assert states["('i',)"][3] == 5.0  # one per column
     assert states["None"][2] == [5.0, 5.0, 5.0] and states["None"][3] == 15.0
     assert "不求和" in states["None"][5]
 

@@ -73,10 +73,11 @@ def test_state_bytes_is_the_chapters_formula() -> None:
 def test_collective_bytes_is_ring_bytes() -> None:
     from solutions.scaling import collective_bytes
 
+    # Powers of two: every step of either formula is exact in float64.
     for kind in ("all-reduce", "all-gather", "reduce-scatter"):
         for n in (1, 2, 4, 8):
-            assert collective_bytes(kind, 1 << 20, n) == pytest.approx(
-                scaling.ring_bytes(kind, 1 << 20, n))
+            assert collective_bytes(kind, 1 << 20, n) == \
+                scaling.ring_bytes(kind, 1 << 20, n)
 
 
 def test_critical_batch_agrees_with_the_chapter() -> None:
@@ -88,7 +89,12 @@ def test_critical_batch_agrees_with_the_chapter() -> None:
         for n in (2, 4, 8):
             ours = critical_batch(hw.flops, hw.link_bandwidth, 2, n)
             chapter = scaling.critical_batch(size, "FSDP", hw, data=n, itemsize=2)
-            assert ours == pytest.approx(chapter, rel=1e-6)
+            # The loss's all-reduce sends 2 shares of one number against 3 of each
+            # of the P parameters: 2 / (3 P) more. The rest is float64 rounding of
+            # a sum over some 50 collectives, within 64 eps.
+            loss = 2 / (3 * scaling.param_count(size))
+            assert ours * (1 + loss) == pytest.approx(
+                chapter, rel=64 * np.finfo(np.float64).eps)
             # Compute-bound above it, communication-bound below it.
             above = scaling.step_time(size, "FSDP", int(2 * ours) * n, hw, data=n)
             below = scaling.step_time(size, "FSDP", max(int(ours / 2), 1) * n, hw,

@@ -18,8 +18,9 @@ import pytest
 from exercise_answers import right, wrong
 from processes import MARK, run_script
 
-IDS = ["sharding.spec_for_target", "sharding.shard_batch", "sharding.shard_mlp_2d",
-       "sharding.make_hidden_layer", "sharding.explicit_product"]
+IDS = ["sharding.spec_for_target", "sharding.shard_mlp_2d",
+       "sharding.make_hidden_layer", "sharding.collective_free_specs",
+       "sharding.cheaper_product"]
 
 
 def test_every_exercise_has_three_named_mistakes() -> None:
@@ -49,7 +50,7 @@ def test_too_few_devices_is_a_clear_error() -> None:
         except Exception as err:
             mesh_error = f"{{type(err).__name__}}: {{err}}"
         try:
-            check("sharding.shard_batch", sharding.shard_batch)
+            check("sharding.shard_mlp_2d", sharding.shard_mlp_2d)
         except DeviceSetupError as err:  # the course's error, not a crash
             check_error = str(err)
         print({MARK!r} + json.dumps([mesh_error, check_error]))

@@ -90,3 +90,86 @@ def test_a_check_names_the_pattern_and_a_known_mistake_replaces_it() -> None:
         assert feedback.problem.count(" — ") == 1
     finally:
         unregister(exercise.id)
+
+
+def test_a_missing_relu_and_a_lone_right_block_are_named() -> None:
+    positive = np.abs(EXPECTED) * (RNG.random(EXPECTED.shape) > 0.5)
+    assert "relu" in pattern(positive - (positive == 0) * 0.5, positive)
+    # Only the first device's 2 rows (of 8) right: the others left at zero.
+    first = np.concatenate([EXPECTED[:2], np.zeros_like(EXPECTED[2:])])
+    assert "the first 2 of 8 entries along axis 0 are right" in pattern(first)
+    # Right rows here and there are no block.
+    scattered = EXPECTED.copy()
+    scattered[[1, 4, 6]] += 1.0
+    assert "first" not in pattern(scattered)
+
+
+@pytest.mark.parametrize(("key", "expected", "got", "words"), [
+    ("collectives", [0, 0, 0, 0, 0], [1, 2, 0, 0, 0],
+     "the compiled program holds 1 all-reduce, 2 all-gather, where no collective "
+     "would do"),
+    ("bytes_sent", 7168.0, 229376.0,
+     "each device sends 229,376 bytes, 32 times the 7,168 that suffice"),
+    ("work_share", 0.125, 1.0, "one device does all of the work, where 1/8 is "
+     "possible"),
+])
+def test_measurements_of_the_compiled_program_are_said_in_words(
+        key: str, expected: list, got: list, words: str) -> None:
+    exp, out = (np.asarray(v) for v in (expected, got))
+    assert words in judging._measured(key, exp, out, "en")
+    assert judging._measured(key, exp, out, "zh-Hant") != judging._measured(
+        key, exp, out, "zh-Hans")
+
+
+def _layout(pieces: tuple[int, int], devices: int = 8, size: int = 8) -> np.ndarray:
+    """The (devices, 2, 2) layout of a size x size array cut into pieces."""
+    rows, cols = pieces
+    spans = []
+    for d in range(devices):
+        r, c = (d // cols) % rows, d % cols
+        spans.append([[r * size // rows, (r + 1) * size // rows],
+                      [c * size // cols, (c + 1) * size // cols]])
+    return np.array(spans, np.int32)
+
+
+def test_a_layout_is_said_in_pieces() -> None:
+    said = judging._measured("layout", _layout((2, 4)), _layout((4, 2)), "en")
+    assert said == ("the array is split into 4 pieces along dimension 0, 2 pieces "
+                    "along dimension 1, where 2 pieces along dimension 0, 4 pieces "
+                    "along dimension 1 was expected")
+    whole = judging._measured("layout", _layout((2, 4)), _layout((1, 1)), "en")
+    assert "one piece (every device holds all of it)" in whole
+    # The same pieces on other devices: the device order differs.
+    reordered = _layout((2, 4))[::-1].copy()
+    assert "on other devices" in judging._measured(
+        "layout", _layout((2, 4)), reordered, "en")
+
+
+def test_a_number_expected_gets_a_hint_for_an_array_or_a_bool() -> None:
+    case = Case("a count", lambda: (), dtype="exact")
+    one = np.array(3.0, np.float32)
+    assert "a sum, a mean or .item() left out" in judging.compare(
+        one, np.ones(3, np.float32), case)
+    assert "a comparison instead of a count" in judging.compare(
+        one, np.array(True), case)
+
+
+def test_an_input_returned_or_reduced_along_the_other_axis_is_named() -> None:
+    def column_sums(x):
+        return x.sum(axis=0)
+
+    exercise = Exercise(
+        id="patterns_demo.sums", title="column sums", chapter="patterns",
+        reference=column_sums,
+        cases=[Case("a (6, 4) array", lambda rng: (rng.normal(size=(6, 4)),))])
+    register(exercise)
+    try:
+        from jaxcourse.exercises import check
+
+        echoed = check("patterns_demo.sums", lambda x: x)
+        assert "it returns its argument 1 unchanged" in echoed.feedback[0].problem
+        rows = check("patterns_demo.sums", lambda x: x.sum(axis=1))
+        assert ("reduced along axis 1, where axis 0 was expected"
+                in rows.feedback[0].problem)
+    finally:
+        unregister(exercise.id)

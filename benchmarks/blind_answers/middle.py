@@ -74,68 +74,6 @@ def spec_for_target__replicated():
 
 
 # ---------------------------------------------------------------------------
-# Chapter 4, exercise 2: sharding.shard_batch
-# ---------------------------------------------------------------------------
-
-
-def shard_batch__params_split_too(params, batch, mesh):
-    """Splits the parameters by rows over "batch" as well as the batch."""
-    split = NamedSharding(mesh, P("batch"))
-    return jax.device_put(params, split), jax.device_put(batch, split)
-
-
-def shard_batch__batch_replicated(params, batch, mesh):
-    """Replicates the batch as well as the parameters: nothing is split."""
-    everywhere = NamedSharding(mesh, P())
-    return jax.device_put(params, everywhere), jax.device_put(batch, everywhere)
-
-
-def shard_batch__batch_by_columns(params, batch, mesh):
-    """Splits the batch by columns (features) instead of by rows (examples)."""
-    params = jax.device_put(params, NamedSharding(mesh, P()))
-    batch = jax.device_put(batch, NamedSharding(mesh, P(None, "batch")))
-    return params, batch
-
-
-def shard_batch__own_mesh(params, batch, mesh):
-    """Builds its own 8-device mesh instead of using the one it is given."""
-    own = jax.make_mesh((8,), ("batch",), axis_types=(AxisType.Auto,))
-    params = jax.device_put(params, NamedSharding(own, P()))
-    batch = jax.device_put(batch, NamedSharding(own, P("batch")))
-    return params, batch
-
-
-def shard_batch__targets_replicated(params, batch, mesh):
-    """Splits the inputs over "batch" but leaves the targets replicated."""
-    inputs, targets = batch
-    params = jax.device_put(params, NamedSharding(mesh, P()))
-    inputs = jax.device_put(inputs, NamedSharding(mesh, P("batch")))
-    targets = jax.device_put(targets, NamedSharding(mesh, P()))
-    return params, (inputs, targets)
-
-
-def shard_batch__params_not_placed(params, batch, mesh):
-    """Places the batch but returns the parameters as the NumPy arrays given."""
-    return params, jax.device_put(batch, NamedSharding(mesh, P("batch")))
-
-
-def shard_batch__roles_swapped(params, batch, mesh):
-    """Swaps the roles: the parameters split over "batch", the batch replicated."""
-    params = jax.device_put(params, NamedSharding(mesh, P("batch")))
-    batch = jax.device_put(batch, NamedSharding(mesh, P()))
-    return params, batch
-
-
-def shard_batch__targets_by_columns(params, batch, mesh):
-    """Splits the inputs by rows but the targets by columns over "batch"."""
-    inputs, targets = batch
-    params = jax.device_put(params, NamedSharding(mesh, P()))
-    inputs = jax.device_put(inputs, NamedSharding(mesh, P("batch", None)))
-    targets = jax.device_put(targets, NamedSharding(mesh, P(None, "batch")))
-    return params, (inputs, targets)
-
-
-# ---------------------------------------------------------------------------
 # Chapter 4, exercise 3: sharding.shard_mlp_2d
 # ---------------------------------------------------------------------------
 
@@ -297,59 +235,6 @@ def make_hidden_layer__forgot_relu(mesh):
                                            NamedSharding(mesh, P("batch", "model")))
 
     return hidden_layer
-
-
-# ---------------------------------------------------------------------------
-# Chapter 4, exercise 5: sharding.explicit_product
-# ---------------------------------------------------------------------------
-
-
-def _two_entries(spec):
-    """Return the spec's entries padded with None to two dimensions."""
-    entries = tuple(spec)
-    return entries + (None,) * (2 - len(entries))
-
-
-def explicit_product__plain_matmul(x, y, spec):
-    """Writes x @ y and ignores spec: JAX refuses the ambiguous product."""
-    return x @ y
-
-
-def explicit_product__replicated_out(x, y, spec):
-    """Resolves the ambiguity with out_sharding=P(), a replicated result."""
-    return jnp.matmul(x, y, out_sharding=P())
-
-
-def explicit_product__transposed_spec(x, y, spec):
-    """Passes spec's entries in reverse order as the out_sharding."""
-    rows, cols = _two_entries(spec)
-    return jnp.matmul(x, y, out_sharding=P(cols, rows))
-
-
-def explicit_product__hardcoded_axis(x, y, spec):
-    """Writes out_sharding=P("X", None) from the example instead of using spec."""
-    return jnp.matmul(x, y, out_sharding=P("X", None))
-
-
-def explicit_product__einsum_transposed(x, y, spec):
-    """Writes the einsum's output indices as "ki", returning the transpose."""
-    return jnp.einsum("ij,jk->ki", x, y, out_sharding=spec)
-
-
-def explicit_product__numpy_then_place(x, y, spec):
-    """Multiplies in NumPy and places the result: breaks under jax.jit."""
-    product = np.asarray(x) @ np.asarray(y)
-    return jax.device_put(product, spec)
-
-
-def explicit_product__operands_swapped(x, y, spec):
-    """Multiplies y @ x instead of x @ y."""
-    return jnp.matmul(y, x, out_sharding=spec)
-
-
-def explicit_product__replicate_operands(x, y, spec):
-    """Reshards both operands to replicated and forgets to lay the result out."""
-    return jax.reshard(x, P()) @ jax.reshard(y, P())
 
 
 # ---------------------------------------------------------------------------
@@ -1281,6 +1166,237 @@ def critical_batch__n_minus_one_not_fraction(hw_flops, link_bandwidth, itemsize,
     """Multiplies by n - 1 instead of (n - 1)/n."""
     return 3 * (n - 1) * itemsize * hw_flops / (6 * link_bandwidth)
 
+# ---------------------------------------------------------------------------
+# Chapter 4, exercises 4 and 5: sharding.collective_free_specs and
+# sharding.cheaper_product (written by a helper from the exercise text alone)
+# ---------------------------------------------------------------------------
+
+
+
+def collective_free_specs__tensor_parallel(mesh):
+    """Megatron pair is the standard no-communication layout, names read from mesh."""
+    data, model = mesh.axis_names
+    return P(data), P(None, model), P(model)
+
+
+def collective_free_specs__batch_first_axis(mesh):
+    """Split the batch over the first axis: data parallelism needs no messages."""
+    return P(mesh.axis_names[0]), P(), P()
+
+
+def collective_free_specs__largest_axis(mesh):
+    """Split the batch over the biggest mesh axis, it gives the most parallelism."""
+    biggest = max(mesh.axis_names, key=lambda name: mesh.shape[name])
+    return P(biggest, None), P(None, None), P(None, None)
+
+
+def collective_free_specs__hardcoded_names(mesh):
+    """Split the batch over both axes, with the names of the shown mesh."""
+    return P(("data", "model")), P(), P()
+
+
+def collective_free_specs__star_names(mesh):
+    """P(*names) splits x over both mesh axes."""
+    return P(*mesh.axis_names), P(), P()
+
+
+def collective_free_specs__contraction_dim(mesh):
+    """Split the 16 input features of x and the rows of w1 over all 8 devices."""
+    everything = tuple(mesh.axis_names)
+    return P(None, everything), P(everything, None), P()
+
+
+def collective_free_specs__megatron_all_axes(mesh):
+    """Tensor parallelism over all 8 devices: w1 by columns, w2 by rows."""
+    everything = tuple(mesh.axis_names)
+    return P(), P(None, everything), P(everything, None)
+
+
+def collective_free_specs__batch_and_w1_cols(mesh):
+    """Batch over both axes, and w1's columns over "model" too, to save memory."""
+    everything = tuple(mesh.axis_names)
+    return P(everything), P(None, mesh.axis_names[1]), P()
+
+
+def collective_free_specs__x_2d_w1_rows(mesh):
+    """Split x both ways, and w1's rows like x's columns so the shards line up."""
+    data, model = mesh.axis_names
+    return P(data, model), P(model, None), P()
+
+
+def collective_free_specs__all_columns(mesh):
+    """Every weight split by its output columns, batch over the other axis."""
+    data, model = mesh.axis_names
+    return P(data), P(None, model), P(None, model)
+
+
+def collective_free_specs__named_shardings(mesh):
+    """Return ready NamedShardings rather than bare PartitionSpecs."""
+    everything = tuple(mesh.axis_names)
+    return (
+        NamedSharding(mesh, P(everything)),
+        NamedSharding(mesh, P()),
+        NamedSharding(mesh, P()),
+    )
+
+
+def collective_free_specs__x_only(mesh):
+    """Only x needs a spec; unspecified weights are replicated anyway."""
+    return P(tuple(mesh.axis_names))
+
+
+def collective_free_specs__weights_first(mesh):
+    """Return the weights' specs first, then x's (wrong order)."""
+    return P(), P(), P(tuple(mesh.axis_names))
+
+
+def collective_free_specs__right_tuple(mesh):
+    """Batch over both axes, weights whole everywhere."""
+    return P(tuple(mesh.axis_names), None), P(None, None), P(None, None)
+
+
+def collective_free_specs__right_reversed(mesh):
+    """Batch over both axes in the other order; still one row block per device."""
+    return P(tuple(reversed(mesh.axis_names))), P(), P()
+
+
+def collective_free_specs__right_shape_keys(mesh):
+    """Batch over every axis listed in mesh.shape, nothing else split."""
+    return jax.sharding.PartitionSpec(tuple(mesh.shape)), P(), P()
+
+
+# ---------------------------------------------------------------- exercise 5
+
+
+def _axis(a):
+    """Mesh axis name of the sharded dimension of a."""
+    spec = jax.typeof(a).sharding.spec
+    return next(entry for entry in spec if entry is not None)
+
+
+def cheaper_product__always_gather_x(x, w):
+    """Activations are small, so always gather x."""
+    return jax.reshard(x, P()) @ w
+
+
+def cheaper_product__always_gather_w(x, w):
+    """Weights are the thing to move (FSDP habit), so always gather w."""
+    return x @ jax.reshard(w, P())
+
+
+def cheaper_product__gather_larger(x, w):
+    """Comparison reversed: gathers the bigger operand."""
+    if x.size > w.size:
+        return jax.reshard(x, P()) @ w
+    return x @ jax.reshard(w, P())
+
+
+def cheaper_product__gather_both(x, w):
+    """Make both operands whole so the product is legal."""
+    return jax.reshard(x, P()) @ jax.reshard(w, P())
+
+
+def cheaper_product__wsc(x, w):
+    """Auto-mode habit: with_sharding_constraint to replicate the smaller operand."""
+    if x.size <= w.size:
+        return jax.lax.with_sharding_constraint(x, P()) @ w
+    return x @ jax.lax.with_sharding_constraint(w, P())
+
+
+def cheaper_product__out_replicated(x, w):
+    """Ask for a replicated output, so no conflicting split can appear."""
+    return jnp.matmul(x, w, out_sharding=P())
+
+
+def cheaper_product__out_hardcoded_x(x, w):
+    """out_sharding chosen by size, but the axis name "X" written in."""
+    if x.size <= w.size:
+        return jnp.matmul(x, w, out_sharding=P(None, "X"))
+    return jnp.matmul(x, w, out_sharding=P("X", None))
+
+
+def cheaper_product__out_like_x(x, w):
+    """Tutorial habit: keep the output in the activations' layout."""
+    return jnp.matmul(x, w, out_sharding=jax.typeof(x).sharding.spec)
+
+
+def cheaper_product__contract_split(x, w):
+    """Split the summed dimension of both, so each device does a partial product."""
+    axis = _axis(x)
+    return jnp.matmul(
+        jax.reshard(x, P(None, axis)),
+        jax.reshard(w, P(axis, None)),
+        out_sharding=P(axis, None),
+    )
+
+
+def cheaper_product__w_to_rows(x, w):
+    """Reshard w to rows like x, so both operands share one layout."""
+    return x @ jax.reshard(w, P(_axis(w), None))
+
+
+def cheaper_product__replicated_result(x, w):
+    """Gather the smaller, then also make the result whole to be safe."""
+    if x.size <= w.size:
+        out = jax.reshard(x, P()) @ w
+    else:
+        out = x @ jax.reshard(w, P())
+    return jax.reshard(out, P())
+
+
+def cheaper_product__tracer_sharding(x, w):
+    """Read the mesh axis from x.sharding, as outside jit."""
+    axis = x.sharding.spec[0]
+    if x.size <= w.size:
+        return jnp.matmul(x, w, out_sharding=P(None, axis))
+    return jnp.matmul(x, w, out_sharding=P(axis, None))
+
+
+def cheaper_product__lax_all_gather(x, w):
+    """lax.all_gather the smaller operand directly, without shard_map."""
+    if x.size <= w.size:
+        return jax.lax.all_gather(x, _axis(x), tiled=True) @ w
+    return x @ jax.lax.all_gather(w, _axis(w), axis=1, tiled=True)
+
+
+def cheaper_product__right_out_sharding(x, w):
+    """Name the output layout that keeps the larger operand in place."""
+    axis = _axis(x)
+    if x.size <= w.size:
+        return jnp.matmul(x, w, out_sharding=P(None, axis))
+    return jnp.matmul(x, w, out_sharding=P(axis, None))
+
+
+def cheaper_product__right_free_dims(x, w):
+    """Compare x's rows with w's columns: the shared dimension cancels."""
+    if x.shape[0] <= w.shape[1]:
+        return jax.reshard(x, P(None, None)) @ w
+    return x @ jax.reshard(w, P(None, None))
+
+
+def cheaper_product__right_shard_map(x, w):
+    """shard_map with a tiled all_gather of the smaller operand."""
+    axis = _axis(x)
+    specs = (P(axis, None), P(None, axis))
+    if np.prod(x.shape) <= np.prod(w.shape):
+
+        def local(xs, ws):
+            return jax.lax.all_gather(xs, axis, tiled=True) @ ws
+
+        out_spec = P(None, axis)
+    else:
+
+        def local(xs, ws):
+            return xs @ jax.lax.all_gather(ws, axis, axis=1, tiled=True)
+
+        out_spec = P(axis, None)
+    return jax.shard_map(local, in_specs=specs, out_specs=out_spec)(x, w)
+
+
+_E4 = "sharding.collective_free_specs"
+_E5 = "sharding.cheaper_product"
+
+
 
 ANSWERS = [
     # (exercise id, function, what the mistake is in a few words)
@@ -1298,21 +1414,6 @@ ANSWERS = [
     ("sharding.spec_for_target", spec_for_target__rows_eight_ways,
      "rows split over both axes"),
     ("sharding.spec_for_target", spec_for_target__replicated, "replicated P()"),
-    ("sharding.shard_batch", shard_batch__params_split_too,
-     "parameters split over batch too"),
-    ("sharding.shard_batch", shard_batch__batch_replicated, "batch not split"),
-    ("sharding.shard_batch", shard_batch__batch_by_columns,
-     "batch split by columns"),
-    ("sharding.shard_batch", shard_batch__own_mesh,
-     "own 8-device mesh, not the given one"),
-    ("sharding.shard_batch", shard_batch__targets_replicated,
-     "targets left replicated"),
-    ("sharding.shard_batch", shard_batch__params_not_placed,
-     "parameters not placed on the mesh"),
-    ("sharding.shard_batch", shard_batch__roles_swapped,
-     "parameters split, batch replicated"),
-    ("sharding.shard_batch", shard_batch__targets_by_columns,
-     "targets split by columns"),
     ("sharding.shard_mlp_2d", shard_mlp_2d__rows_and_columns_swapped,
      "layer 1 by rows, layer 2 by columns"),
     ("sharding.shard_mlp_2d", shard_mlp_2d__bias_not_split,
@@ -1344,22 +1445,6 @@ ANSWERS = [
     ("sharding.make_hidden_layer", make_hidden_layer__own_mesh,
      "own 4x2 mesh, not the given one"),
     ("sharding.make_hidden_layer", make_hidden_layer__forgot_relu, "ReLU missing"),
-    ("sharding.explicit_product", explicit_product__plain_matmul,
-     "plain x @ y, no out_sharding"),
-    ("sharding.explicit_product", explicit_product__replicated_out,
-     "out_sharding=P(), replicated"),
-    ("sharding.explicit_product", explicit_product__transposed_spec,
-     "spec entries reversed"),
-    ("sharding.explicit_product", explicit_product__hardcoded_axis,
-     "out_sharding hard-coded to P(X, None)"),
-    ("sharding.explicit_product", explicit_product__einsum_transposed,
-     "einsum output transposed"),
-    ("sharding.explicit_product", explicit_product__numpy_then_place,
-     "computed in NumPy, fails under jit"),
-    ("sharding.explicit_product", explicit_product__operands_swapped,
-     "y @ x instead of x @ y"),
-    ("sharding.explicit_product", explicit_product__replicate_operands,
-     "operands replicated, result not laid out as spec"),
     ("shard_map.global_mean", global_mean__psum_no_divide,
      "psum of means without dividing"),
     ("shard_map.global_mean", global_mean__pmean_of_sums,
@@ -1547,4 +1632,31 @@ ANSWERS = [
      "reduce-scatter priced as all-reduce"),
     ("scaling.critical_batch", critical_batch__n_minus_one_not_fraction,
      "n - 1 instead of (n - 1)/n"),
+
+    (_E4, collective_free_specs__tensor_parallel, "Megatron pair, all-reduce"),
+    (_E4, collective_free_specs__batch_first_axis, "batch on one axis, 2x work"),
+    (_E4, collective_free_specs__largest_axis, "batch on biggest axis only"),
+    (_E4, collective_free_specs__hardcoded_names, "names 'data','model' written in"),
+    (_E4, collective_free_specs__star_names, "P(*names) splits features"),
+    (_E4, collective_free_specs__contraction_dim, "splits the summed dimension"),
+    (_E4, collective_free_specs__megatron_all_axes, "tensor parallel on 8 devices"),
+    (_E4, collective_free_specs__batch_and_w1_cols, "model axis used twice"),
+    (_E4, collective_free_specs__x_2d_w1_rows, "2-D x, w1 rows on model"),
+    (_E4, collective_free_specs__all_columns, "w2 split by columns too"),
+    (_E4, collective_free_specs__named_shardings, "returns NamedShardings"),
+    (_E4, collective_free_specs__x_only, "returns one spec, not three"),
+    (_E4, collective_free_specs__weights_first, "specs in the wrong order"),
+    (_E5, cheaper_product__always_gather_x, "always gathers x"),
+    (_E5, cheaper_product__always_gather_w, "always gathers w"),
+    (_E5, cheaper_product__gather_larger, "comparison reversed"),
+    (_E5, cheaper_product__gather_both, "gathers both operands"),
+    (_E5, cheaper_product__wsc, "with_sharding_constraint in Explicit"),
+    (_E5, cheaper_product__out_replicated, "out_sharding=P(), gathers all"),
+    (_E5, cheaper_product__out_hardcoded_x, "axis name 'X' written in"),
+    (_E5, cheaper_product__out_like_x, "output in x's layout always"),
+    (_E5, cheaper_product__contract_split, "splits summed dim, all-reduce"),
+    (_E5, cheaper_product__w_to_rows, "reshards w to rows"),
+    (_E5, cheaper_product__replicated_result, "also gathers the result"),
+    (_E5, cheaper_product__tracer_sharding, "x.sharding on a tracer"),
+    (_E5, cheaper_product__lax_all_gather, "lax.all_gather outside shard_map"),
 ]

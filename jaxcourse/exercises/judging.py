@@ -238,6 +238,16 @@ def compare(expected: Any, got: Any, case: Case, language: str = "en",
                        expected=message("array", language))
     for (path, exp), (_, out) in zip(_leaves(expected), _leaves(got), strict=True):
         problem = _compare_arrays(exp, out, case, language)
+        measure = next((label for label in path if label in MEASURES), None)
+        if problem and measure and exp.shape == out.shape and (
+                measure != "layout" or exp.ndim == 3):
+            # A measurement (of the compiled program, of where the pieces of
+            # an array live), not a value the learner returned: say in words
+            # what was measured.
+            rest = tuple(label for label in path if label != measure)
+            said = _measured(measure, exp, out, language)
+            return message("at_path", language, where=where(rest, language),
+                           problem=said) if rest else said
         if problem and patterns:
             pattern = _pattern(exp, out, case, language)
             problem += f" — {pattern}" if pattern else ""
@@ -247,6 +257,65 @@ def compare(expected: Any, got: Any, case: Case, language: str = "en",
     return ""
 
 
+#: Keys of an extracted dict that hold measurements rather than returned
+#: values (see :func:`_measured`): of the learner's compiled program,
+#: ``collectives`` (counts in the order of ``explorers_sharding.COLLECTIVES``),
+#: ``bytes_sent`` (per device) and ``work_share`` (one device's share of the
+#: operations) and ``shard_map`` (1 if the program has a ``jax.shard_map``);
+#: of a placed array, ``layout`` (for every device in id order, the start and
+#: stop of its slice in each dimension: ``(devices, ndim, 2)``).
+MEASURES = ("collectives", "bytes_sent", "work_share", "shard_map", "layout")
+_COLLECTIVE_NAMES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                     "collective-permute")
+
+
+def _counted(counts: np.ndarray, language: str) -> str:
+    parts = [message("count_of", language, n=int(n), name=name)
+             for n, name in zip(counts.ravel(), _COLLECTIVE_NAMES, strict=False) if n]
+    return message("list_joiner", language).join(parts) if parts else message(
+        "no_collective", language)
+
+
+def _share(value: float, language: str) -> str:
+    inverse = 1 / value if value > 0 else 0
+    if value > 0 and abs(inverse - round(inverse)) <= 0.02 * inverse:
+        return f"1/{round(inverse)}" if round(inverse) > 1 else message(
+            "share_all", language)
+    return f"{value:.3g}"
+
+
+def _pieces(layout: np.ndarray, language: str) -> str:
+    """Say how many pieces each dimension of a layout is cut into."""
+    counts = [len({tuple(span) for span in layout[:, dim]})
+              for dim in range(layout.shape[1])]
+    if all(n == 1 for n in counts):
+        return message("layout_whole", language)
+    return message("list_joiner", language).join(
+        message("layout_pieces", language, n=n, dim=dim)
+        for dim, n in enumerate(counts) if n > 1)
+
+
+def _measured(key: str, exp: np.ndarray, got: np.ndarray, language: str) -> str:
+    """Say how a measurement differs from the reference's, in words."""
+    if key == "layout":
+        said, wanted = _pieces(got, language), _pieces(exp, language)
+        if said == wanted:
+            return message("layout_elsewhere", language, pieces=said)
+        return message("layout_split", language, got=said, expected=wanted)
+    if key == "shard_map":
+        return message("no_shard_map" if int(exp) else "shard_map_not_needed",
+                       language)
+    if key == "collectives":
+        return message("measured_collectives", language,
+                       got=_counted(got, language), expected=_counted(exp, language))
+    if key == "bytes_sent":
+        return message("measured_bytes", language, got=f"{float(got):,.0f}",
+                       expected=f"{float(exp):,.0f}",
+                       ratio=f"{float(got) / float(exp):.3g}" if float(exp) else "∞")
+    return message("measured_share", language, got=_share(float(got), language),
+                   expected=_share(float(exp), language))
+
+
 def _compare_arrays(
     exp: np.ndarray, got: np.ndarray, case: Case, language: str
 ) -> str:
@@ -254,15 +323,23 @@ def _compare_arrays(
         text = message("wrong_shape", language, expected=exp.shape, got=got.shape)
         if exp.ndim >= 2 and got.shape == exp.shape[::-1]:
             text += " (" + message("transposed", language) + ")"
+        elif exp.ndim == 0:
+            text += " (" + message("array_for_number", language) + ")"
         return text
+    # True/False where a number was expected: a comparison, not a count.
+    bool_for_number = got.dtype.kind == "b" and exp.dtype.kind != "b"
     if case.dtype == "exact" and exp.dtype != got.dtype:
         return message("wrong_dtype", language, expected=exp.dtype.name,
-                       got=got.dtype.name)
+                       got=got.dtype.name) + (
+            " (" + message("bool_for_number", language) + ")"
+            if bool_for_number else "")
     if case.dtype == "kind" and _kind(exp.dtype) != _kind(got.dtype):
         return message("wrong_kind", language,
                        expected=message(_kind(exp.dtype), language)
                        if _kind(exp.dtype).endswith("_kind") else _kind(exp.dtype),
-                       got=got.dtype.name)
+                       got=got.dtype.name) + (
+            " (" + message("bool_for_number", language) + ")"
+            if bool_for_number else "")
     e = exp.astype(np.float64) if exp.dtype.kind == "b" else exp
     g = got.astype(np.float64) if got.dtype.kind in "biu" or got.dtype.name == \
         "bfloat16" else got
@@ -336,6 +413,15 @@ def _pattern(exp: np.ndarray, got: np.ndarray, case: Case, language: str) -> str
                 return message("pattern_factor", language, factor=factor)
     if e.size == 1:
         return ""
+    if (e >= 0).all() and (g < 0).any() and close(np.maximum(g, 0), e):
+        return message("pattern_negatives", language)
+    if e.ndim >= 1 and e.shape[0] >= 2:
+        rows = np.array([close(g[i], e[i]) for i in range(e.shape[0])])
+        k = int(np.argmin(rows)) if not rows.all() else 0
+        # Right up to row k, wrong from there on, in equal blocks: one
+        # device's block (or a few) computed, the others' not.
+        if k and not rows[k:].any() and e.shape[0] % k == 0:
+            return message("pattern_first_block", language, k=k, n=e.shape[0])
     diff = g - e
     if close(diff, np.full_like(diff, diff.mean())):
         return message("pattern_offset", language, offset=float(diff.mean()))
@@ -407,6 +493,27 @@ def _diagnose(exercise: Exercise, index: int, got: Observation) -> str:
     return ""
 
 
+def _from_inputs(expected: Any, got: Observation, language: str) -> str:
+    """Say how a wrong output relates to the function's inputs ("" if it does not).
+
+    The output is one of the arguments, unchanged; or its shape is an
+    argument's with another axis reduced than the expected output's.
+    """
+    if got.echoed:
+        return message("echoed_input", language, arg=got.echoed)
+    value = got.value
+    if not (isinstance(expected, np.ndarray) and isinstance(value, np.ndarray)) \
+            or expected.shape == value.shape:
+        return ""
+    for shape in got.inputs:
+        dropped = {axis: shape[:axis] + shape[axis + 1:] for axis in range(len(shape))}
+        wanted = [a for a, rest in dropped.items() if rest == expected.shape]
+        done = [a for a, rest in dropped.items() if rest == value.shape]
+        if wanted and done and not set(wanted) & set(done):
+            return message("reduced_axis", language, got=done[0], expected=wanted[0])
+    return ""
+
+
 def _verdict(
     exercise: Exercise, index: int, expected: Observation, got: Observation
 ) -> Feedback:
@@ -453,6 +560,9 @@ def _verdict(
                 # A known mistake says more than a pattern: it alone follows.
                 problem = compare(expected.value, got.value, case, lang,
                                   patterns=False) + " — " + mistake
+            elif " — " not in problem:
+                relation = _from_inputs(expected.value, got, lang)
+                problem += f" — {relation}" if relation else ""
         elif got.mutated:
             problem = message("mutated_input", lang, arg=got.mutated)
     if problem:

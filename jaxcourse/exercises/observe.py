@@ -361,6 +361,8 @@ class Observation:
     mutated: int = 0
     printed: int = 0
     seconds: float = 0.0
+    echoed: int = 0
+    inputs: tuple = ()
 
     def to_json(self) -> dict:
         """Encode as JSON-compatible data (arrays as base64)."""
@@ -372,6 +374,8 @@ class Observation:
             "mutated": self.mutated,
             "printed": self.printed,
             "seconds": self.seconds,
+            "echoed": self.echoed,
+            "inputs": [list(shape) for shape in self.inputs],
         }
 
     @classmethod
@@ -389,6 +393,9 @@ class Observation:
             mutated=int(data["mutated"]),
             printed=int(data["printed"]),
             seconds=float(data["seconds"]),
+            echoed=int(data.get("echoed", 0)),
+            inputs=tuple(tuple(int(n) for n in shape)
+                         for shape in data.get("inputs", ())[:16]),
         )
 
 
@@ -672,7 +679,25 @@ def observe(
             )
         except Exception:  # a mutated input that no longer compares
             mutated = 1
-    return Observation("value", value=value, mutated=mutated, printed=sink.count)
+    echoed, inputs = _echo(case, args, value)
+    return Observation("value", value=value, mutated=mutated, printed=sink.count,
+                       echoed=echoed, inputs=inputs)
+
+
+def _echo(case: Case, args: tuple, value: Any) -> tuple[int, tuple]:
+    """Return which argument a single-array output equals, and the arguments' shapes.
+
+    The argument is 1-based (0 if none). Judging needs both to say "returned
+    its input unchanged" or "reduced along the other axis".
+    """
+    if case.extract is not None or case.runner is not None or not isinstance(
+            value, np.ndarray) or value.dtype.kind not in "biuf":
+        return 0, ()
+    arrays = [(i, np.asarray(a)) for i, a in enumerate(args)
+              if isinstance(a, (np.ndarray, jax.Array)) and np.ndim(a) > 0]
+    echoed = next((i + 1 for i, a in arrays if a.shape == value.shape
+                   and a.dtype.kind in "biuf" and np.array_equal(a, value)), 0)
+    return echoed, tuple(tuple(a.shape) for _, a in arrays)
 
 
 def _trace_state_clean() -> bool:

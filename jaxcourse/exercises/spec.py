@@ -70,7 +70,16 @@ class Case:
     seed : int
         Seed of the generator handed to ``inputs``.
     rtol, atol : float
-        Tolerances of the value comparison.
+        Tolerances of the value comparison (``numpy.allclose``). The defaults
+        suit values that are moved or computed exactly, or computed by a few
+        elementwise operations: each rounds within ``u = 2**-24`` of its
+        result in float32, so two correct answers agree within a few ``u``
+        (``rtol=1e-5`` is about 168 ``u``), and ``atol=1e-6`` covers values that
+        cancel to near zero from inputs of order one. They also hold for a sum
+        of up to 80 terms of one sign (``2 gamma_80 < 1e-5``). A case whose
+        values sum more terms, or terms of both signs (a matrix product, a
+        gradient, a mean of normal draws), sets its own, derived from
+        :mod:`jaxcourse.numerics`.
     dtype : {"exact", "kind", "any"}
         ``"exact"``: the dtype must equal the reference's; ``"kind"``: only the
         kind (floating, integer, bool) must match; ``"any"``: not checked.

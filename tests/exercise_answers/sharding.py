@@ -52,53 +52,7 @@ def spec_unpacked():  # correct
     return P(*rows_then_columns)
 
 
-# -- exercise 2
-def dp_params_sharded(params, batch, mesh):  # one device_put for both
-    return jax.device_put((params, batch), NamedSharding(mesh, P("batch")))
-
-
-def dp_batch_replicated(params, batch, mesh):
-    return jax.tree.map(lambda a: jax.device_put(a, NamedSharding(mesh, P())),
-                        (params, batch))
-
-
-def dp_batch_by_columns(params, batch, mesh):
-    return (jax.device_put(params, NamedSharding(mesh, P())),
-            jax.device_put(batch, NamedSharding(mesh, P(None, "batch"))))
-
-
-def dp_left_on_host(params, batch, mesh):
-    return params, batch
-
-
-def dp_per_leaf(params, batch, mesh):  # correct: leaf by leaf, spelled P("batch", None)
-    rep = NamedSharding(mesh, P())
-    rows = NamedSharding(mesh, P("batch", None))
-    params = [(jax.device_put(w, rep), jax.device_put(b, rep)) for w, b in params]
-    inputs, targets = batch
-    return params, (jax.device_put(inputs, rows), jax.device_put(targets, rows))
-
-
-def dp_seed_style(params, batch, mesh):  # correct: the seed's order, a list back
-    sharding = NamedSharding(mesh, P("batch"))
-    batch = jax.device_put(batch, sharding)
-    params = jax.device_put(params, NamedSharding(mesh, P()))
-    return [params, batch]
-
-
-def dp_tree_map(params, batch, mesh):  # correct: leaf by leaf with tree.map
-    replicated = NamedSharding(mesh, jax.P())
-    by_rows = NamedSharding(mesh, jax.P(mesh.axis_names[0]))
-    put = lambda sharding: lambda leaf: jax.device_put(leaf, sharding)  # noqa: E731
-    return jax.tree.map(put(replicated), params), jax.tree.map(put(by_rows), batch)
-
-
-def dp_shardings_pytree(params, batch, mesh):  # correct: one device_put, two shardings
-    shardings = (NamedSharding(mesh, P()), NamedSharding(mesh, P("batch")))
-    return jax.device_put((params, batch), shardings)
-
-
-# -- exercise 3
+# -- exercise 2 (4x2 data and model parallelism)
 def _place(specs, batch_spec):
     def place(params, batch, mesh):
         params = [(jax.device_put(w, NamedSharding(mesh, ws)),
@@ -234,51 +188,80 @@ def hidden_own_fixed_mesh(mesh):  # wrong: a 4x2 mesh written in, not the one gi
     return hidden_layer
 
 
-def dp_own_fixed_mesh(params, batch, mesh):  # wrong: an 8-device mesh written in
-    from solutions.sharding import auto_mesh
-    fixed = auto_mesh((8,), ("batch",))
-    return (jax.device_put(params, NamedSharding(fixed, P())),
-            jax.device_put(batch, NamedSharding(fixed, P("batch"))))
+# -- exercise 4: layouts of two_layers that need no collective
+def free_tensor_parallel(mesh):  # the chapter's tensor-parallel pair
+    batch, model = mesh.axis_names
+    return P(batch), P(None, model), P(model)
 
 
-# -- exercise 5 (Explicit mode): x's columns and y's rows are split alike
-def product_plain(x, y, spec):  # JAX refuses: the sharding is ambiguous
-    return x @ y
+def free_nothing_split(mesh):
+    return P(), P(), P()
 
 
-def product_constrained(x, y, spec):  # an Auto-mode habit; still ambiguous
-    return jax.lax.with_sharding_constraint(x @ y, spec)
+def free_batch_one_axis(mesh):
+    return P(mesh.axis_names[0]), P(), P()
 
 
-def product_replicated(x, y, spec):
-    return jnp.matmul(x, y, out_sharding=P())
+def free_names_written_in(mesh):  # the 4x2 mesh's names, not the mesh given
+    return P(("data", "model")), P(), P()
 
 
-def product_fixed_spec(x, y, spec):
-    return jnp.matmul(x, y, out_sharding=P("X", None))
+def free_strings(mesh):  # not PartitionSpecs
+    return "data", None, None
 
 
-def product_swapped_spec(x, y, spec):
-    rows, columns = spec
-    return jnp.matmul(x, y, out_sharding=P(columns, rows))
+def free_axes_reversed(mesh):  # correct: the other order of the two axes
+    return P(tuple(reversed(mesh.axis_names))), P(), P()
 
 
-def product_dot(x, y, spec):  # correct
-    return jnp.dot(x, y, out_sharding=spec)
+def free_spelled_out(mesh):  # correct: every dimension named, a list back
+    both = tuple(mesh.axis_names)
+    return [P(both, None), P(None, None), P(None, None)]
 
 
-def product_einsum(x, y, spec):  # correct
-    return jnp.einsum("ik,kj->ij", x, y, out_sharding=spec)
+def free_jax_p(mesh):  # correct: jax.P, the axes unpacked from the mesh
+    data, model = mesh.axis_names
+    return jax.P((data, model)), jax.P(), jax.P()
 
 
-def product_then_reshard(x, y, spec):  # correct: replicated product, then moved
-    return jax.reshard(jnp.matmul(x, y, out_sharding=P()), spec)
+# -- exercise 5 (Explicit mode): x split by rows, w by columns, over one axis
+def cheap_plain(x, w):  # JAX refuses
+    return x @ w
 
 
-def product_gather_first(x, y, spec):  # correct: gather x, then the result is clear
-    whole_x = jax.reshard(x, P())
-    return jax.reshard(whole_x @ y, spec)
+def cheap_gather_w(x, w):
+    return x @ jax.reshard(w, P())
 
 
-def product_auto_axes(x, y, spec):  # correct: let the compiler choose, fix the output
-    return jax.sharding.auto_axes(jnp.matmul, out_sharding=spec)(x, y)
+def cheap_gather_x(x, w):
+    return jax.reshard(x, P()) @ w
+
+
+def cheap_gather_both(x, w):
+    return jax.reshard(x, P()) @ jax.reshard(w, P())
+
+
+def cheap_on_the_host(x, w):  # NumPy does not trace
+    import numpy as np
+    return np.asarray(x) @ np.asarray(w)
+
+
+def cheap_out_sharding(x, w):  # correct: name the output's layout instead
+    axis = jax.typeof(x).sharding.spec[0]
+    spec = P(None, axis) if x.size <= w.size else P(axis, None)
+    return jnp.matmul(x, w, out_sharding=spec)
+
+
+def cheap_rows_against_columns(x, w):  # correct: m*k <= k*n is m <= n
+    if x.shape[0] <= w.shape[1]:
+        return jnp.dot(jax.reshard(x, P()), w)
+    return jnp.dot(x, jax.reshard(w, P()))
+
+
+def cheap_nbytes(x, w):  # correct: compare the bytes themselves
+    whole = P()
+    if x.size * x.dtype.itemsize <= w.size * w.dtype.itemsize:
+        x = jax.reshard(x, whole)
+    else:
+        w = jax.reshard(w, whole)
+    return jnp.einsum("ik,kj->ij", x, w)

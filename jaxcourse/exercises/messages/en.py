@@ -68,6 +68,28 @@ TEXTS: dict[str, str] = {
     "mutated_input": "changed its input in place (argument {arg}); return a "
     "new value instead",
     "transposed": "the axes look swapped",
+    # Measurements of the learner's compiled program (judging._measured).
+    "measured_collectives": "the compiled program holds {got}, where {expected} "
+    "would do",
+    "measured_bytes": "in the compiled program each device sends {got} bytes, "
+    "{ratio} times the {expected} that suffice",
+    "measured_share": "one device does {got} of the work, where {expected} is "
+    "possible",
+    "count_of": "{n} {name}",
+    "no_collective": "no collective",
+    "layout_split": "the array is split into {got}, where {expected} was "
+    "expected",
+    "layout_elsewhere": "the pieces are the right ones ({pieces}), but on other "
+    "devices: the mesh axes in the other order?",
+    "layout_pieces": "{n} pieces along dimension {dim}",
+    "layout_whole": "one piece (every device holds all of it)",
+    "no_shard_map": "your function has no jax.shard_map: the compiler may get "
+    "the values right, but this exercise is about writing the per-device "
+    "program and its collective yourself",
+    "shard_map_not_needed": "your function uses jax.shard_map where the "
+    "compiler's own partitioning was asked for",
+    "share_all": "all",
+    "list_joiner": ", ",
     # What a wrong value has in common with the expected one (judging._pattern).
     "pattern_factor": "every value is {factor} the expected one: a sum where a "
     "mean was needed (or the reverse), or a stray factor such as the device "
@@ -75,6 +97,19 @@ TEXTS: dict[str, str] = {
     "factor_times": "{n} times",
     "factor_part": "1/{n} of",
     "factor_other": "{k:.4g} times",
+    "pattern_negatives": "the values agree where they are positive, but the "
+    "negative ones were not set to zero: a relu (or a maximum with 0) left out?",
+    "pattern_first_block": "the first {k} of {n} entries along axis 0 are "
+    "right, the rest are not: only the first device's block computed, or the "
+    "others never gathered?",
+    "echoed_input": "it returns its argument {arg} unchanged: was the computed "
+    "result returned?",
+    "reduced_axis": "the shape is that of an input reduced along axis {got}, "
+    "where axis {expected} was expected: the wrong axis?",
+    "array_for_number": "an array where a single number was expected: a sum, a "
+    "mean or .item() left out?",
+    "bool_for_number": "True/False where a number was expected: a comparison "
+    "instead of a count or a value?",
     "pattern_negated": "every value has the wrong sign: a difference taken the "
     "wrong way round?",
     "pattern_offset": "every value is off by the same amount ({offset:.4g}): a "

@@ -60,11 +60,39 @@ TEXTS: dict[str, str] = {
     "位于索引 {index}：预期 {expected:.4g}，得到 {got:.4g}）",
     "mutated_input": "直接修改了输入（第 {arg} 个参数）；请返回新的值",
     "transposed": "两个轴似乎对调了",
+    # 对学习者编译后程序的量测（judging._measured）。
+    "measured_collectives": "编译后的程序含有 {got}，其实 {expected} 就够了",
+    "measured_bytes": "编译后的程序里每台设备送出 {got} 字节，"
+    "是足够的 {expected} 字节的 {ratio} 倍",
+    "measured_share": "一台设备做了 {got} 的工作，其实可以只做 {expected}",
+    "count_of": "{n} 个 {name}",
+    "no_collective": "没有集体运算",
+    "layout_split": "数组被切成 {got}，预期是 {expected}",
+    "layout_elsewhere": "切出的片段没错（{pieces}），但放在别的设备上："
+    "网格轴的顺序反了吗？",
+    "layout_pieces": "第 {dim} 维 {n} 块",
+    "layout_whole": "一整块（每台设备都持有全部）",
+    "no_shard_map": "你的函数里没有 jax.shard_map：编译器也许能算出正确的值，"
+    "但这道练习要你自己写出逐设备的程序和它的集体运算",
+    "shard_map_not_needed": "你的函数用了 jax.shard_map，而这里要的是编译器自己的切分",
+    "share_all": "全部",
+    "list_joiner": "、",
     "pattern_factor": "每个值都是预期值的 {factor}：是不是该取平均的地方做"
     "了求和（或反过来），或多乘了设备数、批次大小之类的因子？",
     "factor_times": "{n} 倍",
     "factor_part": "{n} 分之一",
     "factor_other": "{k:.4g} 倍",
+    "pattern_negatives": "正值都对，但负值没有被设为零：是不是漏了 relu"
+    "（或与 0 取最大值）？",
+    "pattern_first_block": "沿第 0 轴的 {n} 个元素中，前 {k} 个正确，"
+    "其余都错：是不是只算了第一台设备的区块，或其他区块没有收集回来？",
+    "echoed_input": "它原封不动地返回了第 {arg} 个参数：算出的结果有返回吗？",
+    "reduced_axis": "形状是某个输入沿第 {got} 轴归约后的形状，"
+    "预期是沿第 {expected} 轴：轴选错了吗？",
+    "array_for_number": "预期一个数，却得到一个数组："
+    "是不是漏了求和、平均或 .item()？",
+    "bool_for_number": "预期一个数，却得到 True/False："
+    "是不是做了比较，而不是计数或取值？",
     "pattern_negated": "每个值的正负号都相反：是不是相减的顺序反了？",
     "pattern_offset": "每个值都差了同样的量（{offset:.4g}）：是不是多加"
     "了一个常数，或漏加了？",

@@ -58,11 +58,39 @@ TEXTS: dict[str, str] = {
     "位於索引 {index}：預期 {expected:.4g}，得到 {got:.4g}）",
     "mutated_input": "直接修改了輸入（第 {arg} 個引數）；請回傳新的值",
     "transposed": "兩個軸似乎對調了",
+    # 對學習者編譯後程式的量測（judging._measured）。
+    "measured_collectives": "編譯後的程式含有 {got}，其實 {expected} 就夠了",
+    "measured_bytes": "編譯後的程式裡每臺裝置送出 {got} 位元組，"
+    "是足夠的 {expected} 位元組的 {ratio} 倍",
+    "measured_share": "一臺裝置做了 {got} 的工作，其實可以只做 {expected}",
+    "count_of": "{n} 個 {name}",
+    "no_collective": "沒有集體運算",
+    "layout_split": "陣列被切成 {got}，預期是 {expected}",
+    "layout_elsewhere": "切出的片段沒錯（{pieces}），但放在別的裝置上："
+    "網格軸的順序反了嗎？",
+    "layout_pieces": "第 {dim} 維 {n} 塊",
+    "layout_whole": "一整塊（每臺裝置都持有全部）",
+    "no_shard_map": "你的函式裡沒有 jax.shard_map：編譯器也許能算出正確的值，"
+    "但這道練習要你自己寫出逐裝置的程式和它的集體運算",
+    "shard_map_not_needed": "你的函式用了 jax.shard_map，而這裡要的是編譯器自己的切分",
+    "share_all": "全部",
+    "list_joiner": "、",
     "pattern_factor": "每個值都是預期值的 {factor}：是不是該取平均的地方做了加總"
     "（或反過來），或多乘了裝置數、批次大小之類的因子？",
     "factor_times": "{n} 倍",
     "factor_part": "{n} 分之一",
     "factor_other": "{k:.4g} 倍",
+    "pattern_negatives": "正值都對，但負值沒有被設為零：是不是漏了 relu"
+    "（或與 0 取最大值）？",
+    "pattern_first_block": "沿第 0 軸的 {n} 個元素中，前 {k} 個正確，"
+    "其餘都錯：是不是只算了第一臺裝置的區塊，或其他區塊沒有收集回來？",
+    "echoed_input": "它原封不動地回傳了第 {arg} 個參數：算出的結果有回傳嗎？",
+    "reduced_axis": "形狀是某個輸入沿第 {got} 軸歸約後的形狀，"
+    "預期是沿第 {expected} 軸：軸選錯了嗎？",
+    "array_for_number": "預期一個數，卻得到一個陣列："
+    "是不是漏了求和、平均或 .item()？",
+    "bool_for_number": "預期一個數，卻得到 True/False："
+    "是不是做了比較，而不是計數或取值？",
     "pattern_negated": "每個值的正負號都相反：是不是相減的順序反了？",
     "pattern_offset": "每個值都差了同樣的量（{offset:.4g}）：是不是多加了一個常數，"
     "或漏加了？",
