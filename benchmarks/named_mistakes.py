@@ -110,7 +110,8 @@ def raw_error(problem: str, language: str) -> bool:
 
     texts = {**MESSAGES["en"], **MESSAGES[language]}
     if " — " in problem or any(
-            texts[k] in problem for k in ("jit_advice", "tracer_leak")):
+            texts[k] in problem
+            for k in ("jit_advice", "tracer_leak", "global_shape_advice")):
         return False
     raised = [_template(texts[k]) for k in ("raised", "raised_under")]
     return any(r.match(problem) for r in raised)

@@ -173,3 +173,21 @@ def test_an_input_returned_or_reduced_along_the_other_axis_is_named() -> None:
                 in rows.feedback[0].problem)
     finally:
         unregister(exercise.id)
+
+
+def test_a_block_that_misses_the_global_shape_gets_advice() -> None:
+    from jaxcourse.exercises.observe import observe
+
+    def misfit():
+        raise ValueError("When calling `make_array_from_process_local_data` on a "
+                         "single process, global_shape should be None or equal to "
+                         "local_data.shape.Got global_shape=(4, 10)")
+
+    got = observe(misfit, Case("a block", lambda rng: ()), None)
+    assert got.category == "global_shape"
+    exercise = Exercise(id="patterns_demo.block", title="a block", chapter="patterns",
+                        reference=lambda: np.zeros(2),
+                        cases=[Case("a block", lambda rng: ())])
+    (feedback,) = judging.judge(exercise, [got], [Observation("value", np.zeros(2))]
+                                ).feedback
+    assert "which axis did you pad" in feedback.problem

@@ -543,6 +543,8 @@ def _verdict(
             problem += ": " + message("jit_advice", lang)
         elif got.category == "tracer_leak":
             problem += ": " + message("tracer_leak", lang)
+        elif got.category == "global_shape":
+            problem += ": " + message("global_shape_advice", lang)
     elif case.transform == "vectorized":
         counts = got.value if isinstance(got.value, np.ndarray) else np.zeros(0)
         small, large = (int(c) for c in counts.ravel()[:2]) if counts.size >= 2 \

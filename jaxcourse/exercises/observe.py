@@ -660,6 +660,9 @@ def observe(
             category = "tracer_leak"
         elif isinstance(err, _JIT_ERRORS):
             category = "concretization"
+        elif "make_array_from_process_local_data" in str(err) and "shape" in str(err):
+            # A process's block that does not fit the global shape it states.
+            category = "global_shape"
         else:
             category = "exception"
         return Observation(

@@ -40,6 +40,9 @@ TEXTS: dict[str, str] = {
     "jit_advice": "the code needs a concrete value where JAX only has a "
     "traced one: use jnp functions and jnp.where instead of NumPy, "
     "Python `if`, int() or float() on arrays",
+    "global_shape_advice": "each process's block must have the shape the "
+    "global shape gives it (its share of the rows, the padded length): which "
+    "axis did you pad, and how many rows does the global shape count?",
     "tracer_leak": "a JAX tracer escaped a transformation (did you store a "
     "value computed inside jit/grad/vmap in a global?)",
     "timeout": "did not finish within {seconds:g} s, so it was stopped: {likely}",

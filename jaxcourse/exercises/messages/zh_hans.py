@@ -36,6 +36,8 @@ TEXTS: dict[str, str] = {
     "jit_advice": "程序在 JAX 只有追踪值（tracer）的地方需要具体数值："
     "请改用 jnp 函数与 jnp.where，"
     "不要对数组使用 NumPy、Python 的 if、int() 或 float()",
+    "global_shape_advice": "每个进程的区块形状必须符合全局形状分给它的那一份"
+    "（它分到的条数、补齐后的长度）：你补齐的是哪一个轴？全局形状算了几条？",
     "tracer_leak": "有 JAX tracer 逃出了转换"
     "（是否把 jit/grad/vmap 内算出的值存进全局变量？）",
     "timeout": "{seconds:g} 秒内没有完成，已停止：{likely}",

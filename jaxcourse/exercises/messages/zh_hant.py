@@ -34,6 +34,8 @@ TEXTS: dict[str, str] = {
     "jit_advice": "程式在 JAX 只有追蹤值（tracer）的地方需要具體數值："
     "請改用 jnp 函式與 jnp.where，"
     "不要對陣列使用 NumPy、Python 的 if、int() 或 float()",
+    "global_shape_advice": "每個行程的區塊形狀必須符合全域形狀分給它的那一份"
+    "（它分到的筆數、補齊後的長度）：你補齊的是哪一個軸？全域形狀算了幾筆？",
     "tracer_leak": "有 JAX tracer 逃出了轉換"
     "（是否把 jit/grad/vmap 內算出的值存進全域變數？）",
     "timeout": "{seconds:g} 秒內沒有完成，已停止：{likely}",
