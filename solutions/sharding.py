@@ -24,7 +24,11 @@ from jax.sharding import PartitionSpec as P
 
 from jaxcourse.devices import mesh_devices
 from jaxcourse.exercises import Case, Exercise, Mistake, register
-from jaxcourse.exercises.explorers_sharding import COLLECTIVES, collective_counts
+from jaxcourse.exercises.explorers_sharding import (
+    COLLECTIVES,
+    collective_counts,
+    compiled_collective_counts,
+)
 from jaxcourse.scaling import collective_summary, compiled_collectives
 
 CHAPTER = "04_sharding"
@@ -332,7 +336,7 @@ def compiled_two_layers(specs, mesh, sizes=FREE_SIZES):
               for a, s in zip(arrays, specs, strict=True)]
     compiled = jax.jit(two_layers).lower(*placed).compile()
     alone = jax.jit(two_layers).lower(*arrays).compile()
-    counts = collective_counts(two_layers, *placed)
+    counts = compiled_collective_counts(compiled)
     share = compiled.cost_analysis()["flops"] / alone.cost_analysis()["flops"]
     return counts, share
 
@@ -390,7 +394,7 @@ def _product_operands(devices: int, name: str, sizes: tuple[int, int, int]):
     return make
 
 
-def bytes_sent(function, x, w) -> tuple[jax.Array, float]:
+def compiled_bytes(function, x, w) -> tuple[jax.Array, float]:
     """Compile ``function(x, w)`` under x's mesh; return its output and bytes.
 
     The bytes are those one device sends over a ring for every collective in
@@ -409,7 +413,7 @@ def least_bytes(x, w) -> float:
 
 
 def _product_runner(function, x, w):
-    out, sent = bytes_sent(function, x, w)
+    out, sent = compiled_bytes(function, x, w)
     if not isinstance(out, jax.Array):
         raise TypeError(f"returned a {type(out).__name__}, expected a jax.Array")
     # Sending less than the least is as good as the least (the check asks for

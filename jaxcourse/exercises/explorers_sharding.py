@@ -77,8 +77,18 @@ def collective_counts(fn: Callable, *args: Any) -> np.ndarray:
     numpy.ndarray
         One count per entry of :data:`COLLECTIVES`, in that order.
     """
-    hlo = jax.jit(fn).lower(*args).compile().as_text()
-    found = _COLLECTIVE_OP.findall(hlo)
+    return compiled_collective_counts(jax.jit(fn).lower(*args).compile())
+
+
+def compiled_collective_counts(compiled: Any) -> np.ndarray:
+    """Count each collective in an already compiled program (``lower().compile()``).
+
+    Returns
+    -------
+    numpy.ndarray
+        One count per entry of :data:`COLLECTIVES`, in that order.
+    """
+    found = _COLLECTIVE_OP.findall(compiled.as_text())
     return np.array([found.count(name) for name in COLLECTIVES], dtype=np.int32)
 
 
