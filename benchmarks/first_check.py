@@ -1,23 +1,27 @@
 """The first Check of every exercise, as a learner meets it: in a fresh process.
 
-Usage: ``python benchmarks/first_check.py [--live] [--cache DIR] [--only ID ...]``
+Usage: ``python benchmarks/first_check.py [--live] [--cache DIR | --no-cache]
+[--only ID ...]``
 
 For each exercise, a new interpreter imports the course and starts JAX with
 the exercise's devices (not timed: a learner's notebook has done both). Then,
 as in the notebook, the exercise's panel is shown with the starter code, which
 raises ``NotImplementedError`` (``shown``: what that costs Run All; a panel
-checks once when it is shown). Then it times ``check(id, answer)`` with a
-correct answer, a new function object with the reference's code: the first
-Check of a correct answer, compilation included. It is timed in its two
-halves: running the learner's function on every case (``function``) and
-judging the outputs against the reference's (``judge``: from the stored
-outputs when they are fresh, see ``jaxcourse.exercises.references``).
-``again`` is a second Check in the same process: what the Check costs besides
-compilation. ``cpu`` is the first Check's CPU time in its own process
-(launched processes not counted): on a busy machine it varies less than the
-wall-clock figures. ``cold`` is the same first Check in another new process
-where no panel was shown first (a learner who wrote the answer before running
-the cells).
+checks once when it is shown), and the panel starts what the next Check would
+wait for (:func:`jaxcourse.exercises.warm_up`: a launched exercise's
+processes, which start JAX and wait; ``ready``: how long after the panel they
+were ready, time the learner spends reading the exercise). Then it times
+``check(id, answer)`` with a correct answer, a new function object with the
+reference's code: the first Check of a correct answer, compilation included.
+It is timed in its two halves: running the learner's function on every case
+(``function``) and judging the outputs against the reference's (``judge``:
+from the stored outputs when they are fresh, see
+``jaxcourse.exercises.references``). ``again`` is a second Check in the same
+process: what the Check costs besides compilation. ``cpu`` is the first
+Check's CPU time in its own process (launched processes not counted): on a
+busy machine it varies less than the wall-clock figures. ``cold`` is the same
+first Check in another new process where no panel was shown first (a learner
+who wrote the answer before running the cells: nothing was prepared).
 
 ``--live`` also times each first Check with the stored outputs ignored, so
 the reference runs live as it did before they existed (``live`` column).
@@ -27,13 +31,23 @@ alike.
 Seconds do not travel between machines, so every time is also printed in
 *units*: the machine's unit is the median, over 5 fresh processes, of the
 first compile-and-run of a trivial jitted function (``jax.jit(lambda x: x +
-1)``, JAX already started), measured before the exercises. The target: every
-exercise's first Check within 10 units, and their median within 3.
+1)``, JAX already started, no compilation cache), measured before the
+exercises. The target: every exercise's first Check within 10 units, and
+their median within 3.
 
-``--cache DIR`` gives every child JAX's persistent compilation cache in
-``DIR`` (with ``jax_persistent_cache_min_compile_time_secs`` 0, so that even
-quick compilations are stored): run it twice, the second run reads what the
-first wrote. The unit is always measured without it.
+The compilation cache: by default the children use the course's, as a
+learner's notebook does (:mod:`jaxcourse.compile_cache`; ``make setup`` fills
+it with the reference answers' programs, ``python -m
+jaxcourse.exercises.warm_cache``), so the figures are those of an answer that
+compiles to the reference's programs on a machine set up as the README says.
+``--cache DIR`` uses the folder ``DIR`` instead (run twice: the second run
+reads what the first wrote), ``--no-cache`` none at all (every program is
+compiled, as on a machine where nothing was compiled before).
+
+``--answer right`` checks, instead of the reference's code, the first
+alternative right answer of the course's tables (``tests/exercise_answers``):
+an answer written unlike the reference, whose programs the cache does not
+hold (``(reference)`` marks an exercise that has none).
 
 Printed per exercise, then the slowest and the median, in seconds and units.
 """
@@ -42,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -58,39 +73,44 @@ UNIT_CHILD = textwrap.dedent("""
 """)
 
 CHILD = textwrap.dedent("""
-    import json, sys, time, types
+    import json, sys, time
     exercise_id, devices, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    cache = sys.argv[4] if len(sys.argv) > 4 else ""
-    import jax
-    if cache:
-        jax.config.update("jax_compilation_cache_dir", cache)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-        jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
     from jaxcourse.devices import use_cpu_devices
     use_cpu_devices(devices)  # JAX starts here, as in a learner's notebook
-    from jaxcourse.exercises import check, get, judge, observe_all
+    from jaxcourse.exercises import check, get, judge, observe_all, warm_up
     from jaxcourse.exercises import references
+    from jaxcourse.exercises.warm_cache import fresh_copy
     if mode == "live":  # as before the stores existed: the reference runs here
         references.stored_outputs = lambda exercise: None
     exercise = get(exercise_id)
     reference = exercise.reference
     # The learner's answer: the reference's code in a function of its own, so
-    # nothing cached for the reference object is reused.
-    def fresh(fn):
-        if not hasattr(fn, "__code__"):  # @jax.jit: jit a fresh copy, as a learner
-            inner = getattr(fn, "__wrapped__", None)
-            return jax.jit(fresh(inner)) if inner is not None else fn
-        return types.FunctionType(fn.__code__, fn.__globals__, fn.__name__,
-                                  fn.__defaults__, fn.__closure__)
-    answer = fresh(reference)
-    shown = 0.0
+    # nothing cached in memory for the reference object is reused; or the
+    # first alternative right answer of the course's tables, written unlike it.
+    answer, own = fresh_copy(reference), False
+    if sys.argv[4] == "right":
+        sys.path.insert(0, "tests")
+        from exercise_answers import answers_module, right, topic_of
+        topic = topic_of(exercise_id)
+        names = [r.name for r in right(topic) if r.exercise_id == exercise_id]
+        if names:
+            # Named as the exercise names it, as in a learner's notebook (JAX
+            # names a compiled program after its function).
+            answer, own = fresh_copy(getattr(answers_module(topic), names[0])), True
+            if hasattr(answer, "__code__"):
+                answer.__name__ = answer.__qualname__ = reference.__name__
+    shown = ready = 0.0
     if mode != "cold":
         def starter(*args, **kwargs):
             raise NotImplementedError
         starter.__name__ = reference.__name__
         started = time.perf_counter()
         check(exercise_id, starter)  # the panel, shown with the starter code
+        prepared = [p for p in warm_up(exercise) if p is not None]  # as the panel
         shown = time.perf_counter() - started
+        for p in prepared:  # the learner reads the exercise meanwhile
+            p.wait_ready(120)
+        ready = time.perf_counter() - started
     cpu = time.process_time()
     started = time.perf_counter()
     observed = observe_all(exercise, answer)  # check() is these two
@@ -102,10 +122,22 @@ CHILD = textwrap.dedent("""
     again = time.perf_counter() - ended
     print(json.dumps({"seconds": ended - started, "function": middle - started,
                       "judge": ended - middle, "again": again, "cpu": cpu,
-                      "shown": shown,
+                      "shown": shown, "ready": ready, "own": own,
                       "stored": references.stored_outputs(exercise) is not None,
                       "passed": result.passed}))
 """)
+
+
+def _child_env(cache: str | None) -> dict[str, str]:
+    """The children's environment: the cache as asked, panels that prepare."""
+    env = dict(os.environ, JAX_COURSE_WARM_UP="1")
+    for name in ("JAX_COMPILATION_CACHE_DIR", "JAX_COURSE_COMPILE_CACHE"):
+        env.pop(name, None)
+    if cache is None:
+        env["JAX_COURSE_COMPILE_CACHE"] = "off"
+    elif cache:
+        env["JAX_COMPILATION_CACHE_DIR"] = cache
+    return env
 
 
 def machine_unit(runs: int = 5) -> float:
@@ -118,22 +150,26 @@ def machine_unit(runs: int = 5) -> float:
     times = []
     for _ in range(runs):
         proc = subprocess.run([sys.executable, "-c", UNIT_CHILD], capture_output=True,
-                              text=True, timeout=300, check=True)
+                              text=True, timeout=300, check=True,
+                              env=_child_env(None))  # never from a cache
         times.append(json.loads(proc.stdout.strip().splitlines()[-1])["seconds"])
     return statistics.median(times)
 
 
 def first_check(exercise_id: str, devices: int, mode: str = "shown",
-                cache: str = "") -> dict:
+                cache: str | None = "", answer: str = "reference") -> dict:
     """Time the first Check of ``exercise_id`` in a new interpreter.
 
     ``mode``: ``"shown"`` (the panel was shown with the starter code first),
     ``"cold"`` (it was not) or ``"live"`` (shown, stored outputs ignored).
-    ``cache``: a folder for JAX's persistent compilation cache ("": none).
+    ``cache``: a folder for JAX's persistent compilation cache, ``""`` for
+    the course's own, ``None`` for none. ``answer``: ``"reference"`` (a copy
+    of it) or ``"right"`` (the tables' first alternative, if there is one).
     """
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, exercise_id, str(devices), mode, cache],
+        [sys.executable, "-c", CHILD, exercise_id, str(devices), mode, answer],
         capture_output=True, text=True, timeout=600, check=False,
+        env=_child_env(cache),
     )
     if proc.returncode != 0:
         return {"seconds": float("nan"), "passed": False,
@@ -154,15 +190,40 @@ def _summary(label: str, times: list[float], unit: float) -> str:
             f"{MAX_UNITS:g} units")
 
 
+def _cache_said(cache: str | None) -> str:
+    """Say which compilation cache the children use, and whether it was warmed."""
+    if cache is None:
+        return "none"
+    if cache:
+        return cache
+    from jaxcourse import compile_cache
+
+    folder = compile_cache.cache_dir()
+    warmed = (folder / "warmed-exercises").is_file()
+    return (f"the course's ({folder.name}, "
+            + ("filled by make setup" if warmed else "not filled by make setup")
+            + ")")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the first-Check time of every exercise (or of those named)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=None, metavar="ID")
     parser.add_argument("--live", action="store_true",
                         help="also time the first Check with the reference run live")
-    parser.add_argument("--cache", default="", metavar="DIR",
-                        help="JAX's persistent compilation cache for every child")
+    caching = parser.add_mutually_exclusive_group()
+    caching.add_argument("--cache", default="", metavar="DIR",
+                         help="this folder for JAX's compilation cache, not the "
+                              "course's")
+    caching.add_argument("--no-cache", action="store_true",
+                         help="no compilation cache: every program is compiled")
+    parser.add_argument("--answer", choices=("reference", "right"),
+                        default="reference",
+                        help="check a copy of the reference (default), or the "
+                             "first alternative right answer of the course's "
+                             "tables (tests/exercise_answers), written unlike it")
     args = parser.parse_args(argv)
+    cache = None if args.no_cache else args.cache
     from jaxcourse.exercises import by_chapter, get
 
     ids = [i for ids in by_chapter().values() for i in ids]
@@ -173,28 +234,31 @@ def main(argv: list[str] | None = None) -> int:
         ids = [i for i in ids if i in args.only]
     unit = machine_unit()
     print(f"unit: {unit:.3f} s (median first jit compile-and-run of a trivial "
-          "function, 5 fresh processes)"
-          + (f"; compilation cache {args.cache}" if args.cache else ""))
+          f"function, 5 fresh processes); compilation cache: {_cache_said(cache)}; "
+          + ("answers: copies of the references" if args.answer == "reference" else
+             "answers: the tables' first alternative right answer"))
     print(f"{'exercise':34} {'first':>6} {'units':>6} {'function':>8} {'judge':>6} "
-          f"{'again':>6} {'cpu':>6} {'shown':>6} {'cold':>6} {'units':>6} "
+          f"{'again':>6} {'cpu':>6} {'shown':>6} {'ready':>6} {'cold':>6} {'units':>6} "
           f"{'stored':>6}" + (f" {'live':>6}" if args.live else ""))
     rows = []
     for exercise_id in ids:
         devices = get(exercise_id).devices
-        row = first_check(exercise_id, devices, cache=args.cache)
-        row["cold"] = first_check(exercise_id, devices, "cold",
-                                  args.cache)["seconds"]
+        row = first_check(exercise_id, devices, cache=cache, answer=args.answer)
+        row["cold"] = first_check(exercise_id, devices, "cold", cache,
+                                  args.answer)["seconds"]
         if args.live:
-            row["live"] = first_check(exercise_id, devices, "live",
-                                      args.cache)["seconds"]
+            row["live"] = first_check(exercise_id, devices, "live", cache,
+                                      args.answer)["seconds"]
         rows.append((exercise_id, row))
         if not row["passed"]:
             print(f"{exercise_id:34} FAILED {row.get('error', '')}", flush=True)
             continue
         print(f"{exercise_id:34} {row['seconds']:6.2f} {row['seconds'] / unit:6.1f} "
               f"{row['function']:8.2f} {row['judge']:6.2f} {row['again']:6.2f} "
-              f"{row['cpu']:6.2f} {row['shown']:6.2f} {row['cold']:6.2f} "
+              f"{row['cpu']:6.2f} {row['shown']:6.2f} {row['ready']:6.2f} "
+              f"{row['cold']:6.2f} "
               f"{row['cold'] / unit:6.1f} {'yes' if row['stored'] else 'NO':>6}"
+              + ("" if row["own"] or args.answer == "reference" else " (reference)")
               + (f" {row['live']:6.2f}" if args.live else ""), flush=True)
     passed = [(i, r) for i, r in rows if r["passed"]]
     print()

@@ -4,7 +4,12 @@ JAX can keep every compiled program on disk and reuse it in a later process
 that compiles the same program: the second run of a notebook, a test suite or
 a launched worker then skips most of its compiling. The course turns it on for
 its test suite (``tests/conftest.py``), and so for every notebook kernel and
-process the tests start, and :func:`enable` turns it on anywhere else.
+process the tests start; for a learner's exercises, as soon as a notebook
+imports :mod:`jaxcourse.exercises` (:func:`enable_by_default`), and so for
+the processes a Check launches; and ``make setup`` fills it with what the
+reference answers compile (``python -m jaxcourse.exercises.warm_cache``), so
+that even a learner's first Check finds much of its work done.
+``JAX_COURSE_COMPILE_CACHE=off`` keeps it off everywhere.
 
 The folder is ``~/.jax-course/cache/jax/<key>`` (``JAX_COURSE_CACHE_DIR``
 moves ``~/.jax-course/cache``). JAX's own key covers the program, the
@@ -27,11 +32,14 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["CACHE_DIR_ENV", "JAX_SETTINGS", "cache_dir", "enable", "machine_key",
-           "without"]
+__all__ = ["CACHE_DIR_ENV", "JAX_SETTINGS", "SWITCH_ENV", "cache_dir", "enable",
+           "enable_by_default", "machine_key", "without"]
 
 #: Moves the folder that holds the cache (default ``~/.jax-course/cache``).
 CACHE_DIR_ENV = "JAX_COURSE_CACHE_DIR"
+
+#: ``off`` keeps the cache off where the course would turn it on.
+SWITCH_ENV = "JAX_COURSE_COMPILE_CACHE"
 
 #: JAX's settings, as the environment variables that every child process
 #: inherits. Every program is cached, however fast it compiled: the course's
@@ -110,6 +118,29 @@ def enable() -> Path:
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", int(
             os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"]))
     return folder
+
+
+def enable_by_default() -> Path | None:
+    """Turn the cache on, as :func:`enable`, unless it is to stay off.
+
+    It stays off with ``JAX_COURSE_COMPILE_CACHE=off``, and in the grader's
+    sandbox (see the module's docstring); a folder that cannot be made
+    leaves it off too, since the cache only saves time.
+
+    Returns
+    -------
+    Path or None
+        The folder in use, or ``None`` when the cache stays off.
+    """
+    from jaxcourse.exercises.sandbox import GUARD_ENV
+
+    if os.environ.get(SWITCH_ENV, "on").strip().lower() == "off" or \
+            os.environ.get(GUARD_ENV):
+        return None
+    try:
+        return enable()
+    except OSError:
+        return None
 
 
 def without(env: Mapping[str, str]) -> dict[str, str]:

@@ -61,4 +61,8 @@ install_pins "$NBGRADER_VENV" "$here/scripts/nbgrader-requirements.txt" \
 step "Offline dataset"
 "$VENV/bin/python" -m jaxcourse.data
 
+step "Compilation cache: the reference answers' programs, compiled ahead"
+# Only saves the learner's first Check time: never a reason to fail the setup.
+"$VENV/bin/python" -m jaxcourse.exercises.warm_cache || true
+
 step "Done. Run the tests with: make test"

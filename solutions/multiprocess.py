@@ -33,6 +33,8 @@ from solutions.multiprocess_harness import (
     launch_run_epoch,
     not_relaunched,
     one_device_rows,
+    prepare_global_batch,
+    prepare_run_epoch,
     simulate_processes,
 )
 
@@ -395,7 +397,8 @@ register(
             Case(f"launched in {LAUNCH_PROCESSES} processes: 12 and 9 records in "
                  "batches of 4, then 9 and 17 in batches of 3 (each process's "
                  "step results)", _epoch_inputs, runner=launch_run_epoch,
-                 dtype="any", endless="collective", time_limit=60.0),
+                 warm_up=prepare_run_epoch, dtype="any", endless="collective",
+                 time_limit=60.0),
         ],
         hints=[
             "The hanging version lets each process count its own full batches. "
@@ -435,7 +438,8 @@ register(
                  "and 9, padded to 10; then 8 rows each, of lengths 5 and 3, padded "
                  "to 8 (in each process: the global shape, the sum under jit and "
                  "the gathered array)", _global_inputs, runner=launch_global_batch,
-                 dtype="any", endless="collective", time_limit=60.0),
+                 warm_up=prepare_global_batch, dtype="any", endless="collective",
+                 time_limit=60.0),
         ],
         hints=[
             "Two things must be the same in every process: the length of the "

@@ -31,12 +31,14 @@ Every failure of the processes to stay in step is a
 
 from __future__ import annotations
 
+import atexit
 import inspect
 import json
 import os
 import re
 import tempfile
 import textwrap
+import time
 import tokenize
 import zlib
 from collections.abc import Callable, Sequence
@@ -208,8 +210,10 @@ _HUNG = "HUNG-AFTER-PARTNER-LEFT"
 _STEP = re.compile(r"^scenario (\d+): step (\d+) of process")
 
 #: The start of both worker scripts: the launch, a mesh of every device of
-#: every process, and the learner's function, read from the file named by
-#: argv[2] with the names the exercise text lets it use.
+#: every process, and how the learner's function is read (:func:`load`, from
+#: a file, with the names the exercise text lets it use). Each body defines
+#: ``warm_up()`` (what its checks compile, run once without the learner's
+#: function) and ``run(function)``; :data:`_WORKER_END` runs them.
 _WORKER_START = '''\
 import json
 import os
@@ -258,18 +262,49 @@ rank = jax.process_index()
 # An Auto axis, as in chapter 7's scripts: the compiler places the reduction.
 mesh = jax.make_mesh((jax.device_count(),), ("batch",), axis_types=(AxisType.Auto,))
 rows = NamedSharding(mesh, P("batch"))
-namespace = {"jax": jax, "jnp": jnp, "np": np, "multihost_utils": multihost_utils,
-             "NamedSharding": NamedSharding, "P": P}
-with open(sys.argv[2]) as f:
-    exec(compile(f.read(), "<your function>", "exec"), namespace)
-function = namespace[sys.argv[3]]
+
+
+def load(path, name):
+    namespace = {"jax": jax, "jnp": jnp, "np": np,
+                 "multihost_utils": multihost_utils, "NamedSharding": NamedSharding,
+                 "P": P}
+    with open(os.path.join(FOLDER, path)) as f:
+        exec(compile(f.read(), "<your function>", "exec"), namespace)
+    return namespace[name]
+'''
+
+#: The end of both worker scripts. Launched fresh, a worker reads the
+#: learner's function from the file named by argv[2]; prepared ahead
+#: (argv[2] ``--prepared``, :func:`prepare_launch`), it compiles what its
+#: checks need and waits for the job that names the file
+#: (:func:`jaxcourse.launch.prepared.wait_for_job`).
+_WORKER_END = '''
+if sys.argv[2] == "--prepared":
+    from jaxcourse.launch.prepared import wait_for_job
+
+    warm_up()
+    job = wait_for_job(FOLDER, rank, float(sys.argv[5]))
+    if job is None:  # no Check came: nothing to do
+        sys.exit(0)
+    answer, name = job["answer"], job["name"]
+else:
+    answer, name = sys.argv[2], sys.argv[3]
+function = load(answer, name)
 threading.Thread(target=watch, args=(rank, jax.process_count()), daemon=True).start()
+finish(run(function))
+# Leave the cluster together (a barrier, so no partner is cut off mid-way),
+# then exit at once: tearing JAX down with the interpreter costs a third of a
+# second, as long as the whole check.
+jax.distributed.shutdown()
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(0)
 '''
 
 
 def _worker(purpose: str, body: str) -> str:
-    """Return a worker script: its docstring, :data:`_WORKER_START`, ``body``."""
-    return f'"""One process of {purpose}."""\n' + _WORKER_START + body
+    """Return a worker script: docstring, :data:`_WORKER_START`, ``body``, end."""
+    return f'"""One process of {purpose}."""\n' + _WORKER_START + body + _WORKER_END
 
 
 WORKER = _worker("a run_epoch check: runs the learner's function on its data", '''\
@@ -277,7 +312,7 @@ global_mean = jax.jit(jnp.mean)
 calls = 0
 
 
-def make_step(scenario, batch_size):
+def make_step(scenario, batch_size, quiet=False):
     global calls
     calls = 0
 
@@ -291,20 +326,30 @@ def make_step(scenario, batch_size):
                 f"({batch_size},): every process must pass full batches"
             )
         calls += 1
-        print(f"scenario {scenario}: step {calls} of process {rank} started",
-              flush=True)
+        if not quiet:
+            print(f"scenario {scenario}: step {calls} of process {rank} started",
+                  flush=True)
         shape = (batch_size * jax.process_count(),)
         x = jax.make_array_from_process_local_data(rows, batch, shape)
         return float(global_mean(x))
     return step
 
 
-results = []
-for scenario, (sizes, batch_size) in enumerate(scenarios, start=1):
-    local_data = 1000.0 * rank + np.arange(sizes[rank], dtype=np.float32)
-    out = function(local_data, batch_size, make_step(scenario, batch_size))
-    results.append([float(v) for v in out])
-finish(results)
+def warm_up():
+    # What every answer runs: a step of each batch size, and the gather of
+    # the batch counts that the text suggests.
+    multihost_utils.process_allgather(np.int32(0))
+    for _, batch_size in scenarios:
+        make_step(0, batch_size, quiet=True)(np.zeros(batch_size, np.float32))
+
+
+def run(function):
+    results = []
+    for scenario, (sizes, batch_size) in enumerate(scenarios, start=1):
+        local_data = 1000.0 * rank + np.arange(sizes[rank], dtype=np.float32)
+        out = function(local_data, batch_size, make_step(scenario, batch_size))
+        results.append([float(v) for v in out])
+    return results
 ''')
 
 
@@ -366,7 +411,7 @@ def _hang_message(result: Any, seconds: float | None) -> str:
         head = (f"a process waited in a collective for a partner that had already "
                 f"left, and was stopped after {PATIENCE:g} s: ")
     else:
-        head = f"the processes hung and were ended after {seconds:g} s: "
+        head = f"the processes hung and were ended after {round(seconds, 1):g} s: "
     rule = ("every process must call step() (a collective) the same number of "
             "times") if stepped else ("every process must make the same "
                                       "collectives, the same number of times")
@@ -515,10 +560,78 @@ def launcher() -> tuple[Callable, str]:
     return slurm.launch_srun, "srun on the course's Slurm cluster"
 
 
+def _scenarios_argument(scenarios: Sequence) -> str:
+    return json.dumps([list(s) for s in scenarios])
+
+
+#: Launches prepared ahead of a Check (:func:`prepare_launch`), by what they
+#: will run: (worker script, scenarios, devices per process).
+_PREPARED: dict[tuple[str, str, int], Any] = {}
+#: Seconds prepared processes wait for a Check before they exit.
+PREPARED_IDLE = 900.0
+
+
+def prepare_launch(worker: str, scenarios: Sequence, devices_per_process: int) -> Any:
+    """Start ``worker``'s processes now, to run the next Check's answer.
+
+    The processes start JAX, meet, compile what their checks run
+    (``warm_up()`` in the worker) and wait, so that a Check that comes
+    later only hands them the learner's function
+    (:class:`jaxcourse.launch.prepared.PreparedLaunch`): a launched Check
+    then takes a fraction of a second instead of the seconds that starting
+    JAX costs. Only with the course's launcher (not on the Slurm cluster, and
+    never in the grader's sandbox, whose Checks launch afresh). A launch
+    already prepared and still waiting is reused.
+
+    Returns
+    -------
+    PreparedLaunch or None
+        ``None`` where no launch is prepared.
+    """
+    from jaxcourse.exercises.sandbox import GUARD_ENV
+    from jaxcourse.launch import launch
+    from jaxcourse.launch.prepared import PreparedLaunch
+
+    if os.environ.get(GUARD_ENV) or launcher()[0] is not launch:
+        return None
+    key = (worker, _scenarios_argument(scenarios), devices_per_process)
+    prepared = _PREPARED.get(key)
+    if prepared is not None and prepared.waiting():
+        return prepared
+    prepared = PreparedLaunch(
+        worker, LAUNCH_PROCESSES, devices_per_process,
+        args=[key[1], "--prepared", "", str(PATIENCE)], idle=PREPARED_IDLE,
+        job_timeout=LAUNCH_TIMEOUT)
+    _PREPARED[key] = prepared
+    return prepared
+
+
+def _take_prepared(key: tuple[str, str, int]) -> Any:
+    """Return the prepared launch for ``key`` if it still waits (and forget it)."""
+    prepared = _PREPARED.pop(key, None)
+    # One about to give up waiting is left to end by itself.
+    if prepared is not None and prepared.waiting() and \
+            time.monotonic() - prepared.started < PREPARED_IDLE - 60.0:
+        return prepared
+    return None
+
+
+@atexit.register
+def close_prepared() -> None:
+    """End every prepared launch still waiting (at exit, or to free the CPUs)."""
+    while _PREPARED:
+        _PREPARED.popitem()[1].close()
+
+
 def _launch_worker(worker: str, function: Callable, scenarios: Sequence,
                    devices_per_process: int) -> Any:
-    """Launch ``worker`` with the learner's ``function`` in LAUNCH_PROCESSES ranks."""
+    """Launch ``worker`` with the learner's ``function`` in LAUNCH_PROCESSES ranks.
+
+    A launch prepared for the same worker and scenarios (:func:`prepare_launch`)
+    runs it if one waits; otherwise the processes start now.
+    """
     from jaxcourse.launch import LaunchTimeoutError, RankFailedError
+    from jaxcourse.launch.prepared import TIMED_OUT
 
     if (getattr(function, "__module__", None),
             getattr(function, "__name__", None)) in _NOT_RELAUNCHED:
@@ -531,24 +644,35 @@ def _launch_worker(worker: str, function: Callable, scenarios: Sequence,
     left = time_left()
     timeout = LAUNCH_TIMEOUT if left is None else max(1.0, min(LAUNCH_TIMEOUT,
                                                                left - 1.0))
-    with tempfile.TemporaryDirectory(prefix="jaxcourse-check-") as folder:
-        Path(folder, "worker.py").write_text(worker)
-        Path(folder, "answer.py").write_text(source)
-        launch, _ = launcher()
-        try:
+    scenarios_json = _scenarios_argument(scenarios)
+    prepared = _take_prepared((worker, scenarios_json, devices_per_process))
+    try:
+        if prepared is not None:
+            Path(prepared.folder, "answer.py").write_text(source)
+            return prepared.run({"answer": "answer.py", "name": function.__name__},
+                                timeout)
+        with tempfile.TemporaryDirectory(prefix="jaxcourse-check-") as folder:
+            Path(folder, "worker.py").write_text(worker)
+            Path(folder, "answer.py").write_text(source)
+            launch, _ = launcher()
             return launch(
                 "worker.py", LAUNCH_PROCESSES, devices_per_process, cwd=folder,
                 echo=False, timeout=timeout, grace=0.5,
-                args=[json.dumps([list(s) for s in scenarios]), "answer.py",
-                      function.__name__, str(PATIENCE)],
+                args=[scenarios_json, "answer.py", function.__name__, str(PATIENCE)],
             )
-        except LaunchTimeoutError as err:
-            raise ProcessesOutOfStepError(_hang_message(err.result, timeout),
-                                          err.result) from None
-        except RankFailedError as err:
-            message = _hang_message(err.result, None) if _hung(err.result) \
-                else _failure_message(err)
-            raise ProcessesOutOfStepError(message, err.result) from None
+    except LaunchTimeoutError as err:
+        raise ProcessesOutOfStepError(_hang_message(err.result, timeout),
+                                      err.result) from None
+    except RankFailedError as err:
+        if any(line.strip() == TIMED_OUT for rank in range(err.result.num_processes)
+               for line in err.result.lines(rank)):
+            # A prepared process ran out of its job's time: the same hang.
+            message = _hang_message(err.result, timeout)
+        elif _hung(err.result):
+            message = _hang_message(err.result, None)
+        else:
+            message = _failure_message(err)
+        raise ProcessesOutOfStepError(message, err.result) from None
 
 
 # ---- global_batch, launched ----------------------------------------------------
@@ -557,19 +681,34 @@ GLOBAL_DEVICES_PER_PROCESS = 2
 
 GLOBAL_WORKER = _worker(
     "a global_batch check: builds the global batch from its rows", '''\
-results = []
-for num_rows, lengths, max_len in scenarios:
-    # Each process holds rows of its own length, as after padding locally.
-    length = lengths[rank]
-    local = 100.0 * (rank + 1) + np.arange(num_rows * length, dtype=np.float32)
-    out = function(local.reshape(num_rows, length), max_len, rows)
-    if not isinstance(out, jax.Array):
-        raise TypeError(f"process {rank} returned a {type(out).__name__}, not a "
-                        "global jax.Array")
-    total = float(jax.jit(jnp.sum)(out))  # a collective over the global array
-    whole = multihost_utils.process_allgather(out, tiled=True)
-    results.append([list(out.shape), total, np.asarray(whole).tolist()])
-finish(results)
+global_sum = jax.jit(jnp.sum)
+
+
+def warm_up():
+    # What every correct answer leads to: a global array of the agreed shape,
+    # summed under jit and gathered.
+    for num_rows, _, max_len in scenarios:
+        local = np.zeros((num_rows, max_len), np.float32)
+        out = jax.make_array_from_process_local_data(
+            rows, local, (num_rows * jax.process_count(), max_len))
+        float(global_sum(out))
+        multihost_utils.process_allgather(out, tiled=True)
+
+
+def run(function):
+    results = []
+    for num_rows, lengths, max_len in scenarios:
+        # Each process holds rows of its own length, as after padding locally.
+        length = lengths[rank]
+        local = 100.0 * (rank + 1) + np.arange(num_rows * length, dtype=np.float32)
+        out = function(local.reshape(num_rows, length), max_len, rows)
+        if not isinstance(out, jax.Array):
+            raise TypeError(f"process {rank} returned a {type(out).__name__}, not a "
+                            "global jax.Array")
+        total = float(global_sum(out))  # a collective over the global array
+        whole = multihost_utils.process_allgather(out, tiled=True)
+        results.append([list(out.shape), total, np.asarray(whole).tolist()])
+    return results
 ''')
 
 
@@ -605,6 +744,16 @@ def launch_global_batch(function: Callable, scenarios: Sequence) -> tuple:
              np.array(values, dtype=np.float64))
             for shape, total, values in json.loads(line[len(_RESULT):])))
     return tuple(per_rank)
+
+
+def prepare_run_epoch(scenarios: Sequence) -> Any:
+    """Start a ``run_epoch`` case's processes ahead (the case's ``warm_up``)."""
+    return prepare_launch(WORKER, scenarios, 1)
+
+
+def prepare_global_batch(scenarios: Sequence) -> Any:
+    """Start a ``global_batch`` case's processes ahead (its ``warm_up``)."""
+    return prepare_launch(GLOBAL_WORKER, scenarios, GLOBAL_DEVICES_PER_PROCESS)
 
 
 # ---- the same answers, in this one process -------------------------------------

@@ -18,6 +18,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # session): their stored messages and time limits do not depend on test
 # order. tests/test_slurm.py checks the srun path explicitly.
 os.environ.setdefault("JAX_COURSE_CHECK_LAUNCHER", "course")
+# A check panel starts nothing ahead of its next Check (a launched exercise's
+# processes) in tests and their notebook kernels: the tests that do it ask
+# for it (tests/test_exercises_multiprocess.py).
+os.environ.setdefault("JAX_COURSE_WARM_UP", "0")
 # The stored outputs are the English panels': a reading language chosen in the
 # shell (or a JupyterLab session's notebook path) must not change them.
 for _name in ("JAX_COURSE_LANGUAGE", "JPY_SESSION_NAME"):

@@ -31,7 +31,7 @@ MARK = "RESULT-JSON:"
 # --forbid-processes that nothing was missed.
 STARTS_A_PROCESS = frozenset({
     "subprocess", "Popen", "fork", "system", "launch", "grade", "NotebookClient",
-    "start_new_kernel", "webdriver",
+    "start_new_kernel", "webdriver", "PreparedLaunch",
 })
 _FOLLOWED = (ROOT / "tests", ROOT / "solutions")
 

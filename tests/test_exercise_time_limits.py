@@ -8,7 +8,8 @@ and no process of the Check is left, and ordinary work afterwards (sleeps and
 small jitted computations, for seconds) is not interrupted. Each endless
 answer is one a learner writes, for one kind of exercise: a Python loop, a
 loop while JAX traces it under ``jax.jit``, a ``tf.data`` pipeline that
-``.repeat()`` s for ever, and (slow) a launched multi-process answer.
+``.repeat()`` s for ever, and (slow) a launched multi-process answer, in
+processes started for it and in processes prepared ahead of the Check.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import pytest
 from jax._src import core as jax_core
 from processes import assert_no_children_left
 
-from jaxcourse.exercises import check
+from jaxcourse.exercises import check, get, warm_up
 from jaxcourse.exercises.observe import (
     TimeLimitError,
     _TimeUp,
@@ -154,7 +155,8 @@ def test_an_interrupt_at_the_time_limit_leaves_nothing_armed() -> None:
     state.assert_unchanged("after an interrupt at the time limit")
 
 
-def test_a_launched_endless_answer_leaves_nothing_behind() -> None:
+def test_a_launched_endless_answer_leaves_nothing_behind(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     from jaxcourse.launch import launch
 
     state = _State()
@@ -168,6 +170,16 @@ def test_a_launched_endless_answer_leaves_nothing_behind() -> None:
     assert "was still waiting" in launched, launched
     assert_no_children_left("the launched check left processes behind")
     state.assert_unchanged("after the launched check")
+
+    # The same answer in processes prepared ahead (as a check panel does).
+    monkeypatch.setenv("JAX_COURSE_WARM_UP", "1")
+    (prepared,) = warm_up(get("multiprocess.run_epoch"))
+    assert prepared.wait_ready(60)
+    result = check("multiprocess.run_epoch", _endless_when_launched, time_limit=5.0)
+    assert prepared.handed
+    assert "hung and were ended after 4 s" in result.messages[-1], result.report()
+    assert_no_children_left("the prepared check left processes behind")
+    state.assert_unchanged("after the prepared check")
 
     # And when the time limit itself interrupts a launch, the launch still
     # ends every process it started.

@@ -21,7 +21,9 @@ from jaxcourse.exercises import (
     get,
     register,
     unregister,
+    warm_up,
 )
+from jaxcourse.exercises.judging import GRADING_ENV
 from jaxcourse.exercises.messages import MESSAGES, message
 from jaxcourse.exercises.observe import TimeLimitError, call_with_time_limit
 
@@ -438,3 +440,55 @@ def test_chinese_feedback_explains_exception_names_and_structures() -> None:
         assert "AttributeError（沒有這個屬性）：" in raised, raised
     finally:
         unregister("demo.zh_pair")
+
+
+# --- the panel's warm-up ----------------------------------------------------------
+
+
+def test_warm_up_runs_the_reference_once_per_case_and_calls_the_hooks(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    ran, hooked = [], []
+
+    def reference(x):
+        ran.append(np.shape(x))
+        return 2 * x
+
+    def hook(x):
+        hooked.append(np.shape(x))
+        return "started"
+
+    def broken_hook(x):
+        raise RuntimeError("cannot start")
+
+    def endless(x):
+        while True:
+            pass
+
+    exercise = Exercise(
+        id="demo.warm", title="warm", reference=reference, time_limit=0.5,
+        cases=[Case("two", lambda rng: (np.ones(2, np.float32),)),
+               Case("three, jitted", lambda rng: (np.ones(3, np.float32),),
+                    transform="jit"),
+               Case("launched", lambda rng: (np.ones(4, np.float32),), warm_up=hook),
+               Case("broken", lambda rng: (np.ones(5, np.float32),),
+                    warm_up=broken_hook)],
+    )
+    monkeypatch.setenv("JAX_COURSE_WARM_UP", "1")
+    handler = signal.getsignal(signal.SIGALRM)
+    # The reference runs on each case without a hook (traced under jit for the
+    # second); a hook replaces the run; a failing hook is only a None.
+    assert warm_up(exercise) == ["started", None]
+    assert ran == [(2,), (3,)] and hooked == [(4,)]
+    # Whatever the reference does, the warm-up ends within its time limits and
+    # leaves nothing armed.
+    endless_exercise = Exercise(id="demo.endless", title="e", reference=endless,
+                                time_limit=0.2, cases=exercise.cases[:1])
+    assert warm_up(endless_exercise) == []
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert signal.getsignal(signal.SIGALRM) is handler
+    # Off: nothing runs.
+    monkeypatch.setenv("JAX_COURSE_WARM_UP", "0")
+    assert warm_up(exercise) == [] and len(ran) == 2
+    monkeypatch.setenv("JAX_COURSE_WARM_UP", "1")
+    monkeypatch.setenv(GRADING_ENV, "1")
+    assert warm_up(exercise) == [] and len(ran) == 2

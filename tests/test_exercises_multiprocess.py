@@ -114,6 +114,59 @@ def test_run_epoch_reports_a_real_hang() -> None:
     assert "process 1 called step() 0 times" in message
 
 
+# ---- launched Checks, prepared while the learner reads -------------------------
+
+
+@pytest.fixture()
+def panels_prepare(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("JAX_COURSE_WARM_UP", "1")  # tests turn it off elsewhere
+    yield
+    multiprocess_harness.close_prepared()
+    assert_no_children_left("a prepared launch outlived its test")
+
+
+def _waiting_launch() -> object:
+    (prepared,) = multiprocess_harness._PREPARED.values()
+    assert prepared.wait_ready(60), "the prepared processes never got ready"
+    return prepared
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("panels_prepare")
+def test_a_panel_prepares_the_processes_of_its_next_check() -> None:
+    from jaxcourse.exercises import CheckPanel
+
+    panel = CheckPanel("multiprocess.run_epoch", multiprocess.run_epoch, run=False)
+    first = _waiting_launch()
+    result = panel.run_check()
+    assert result.passed, result.report()
+    assert first.handed  # the Check ran in the prepared processes
+    second = _waiting_launch()  # and the panel prepared the next Check's
+    assert second is not first
+    # A hang there is ended within the Check's limit and told as before.
+    result = check("multiprocess.run_epoch", epoch_only_process_zero_steps,
+                   time_limit=8.0)
+    assert second.handed
+    message = failures(result)
+    assert "hung and were ended after 7 s" in message, message
+    assert "process 0 called step() 1 times in scenario 1 and was still waiting" \
+        in message
+    # No panel: nothing is prepared, and nothing is left.
+    assert not multiprocess_harness._PREPARED
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("panels_prepare")
+def test_global_batch_checks_in_prepared_processes() -> None:
+    from jaxcourse.exercises import get, warm_up
+
+    (prepared,) = warm_up(get("multiprocess.global_batch"))
+    assert prepared.wait_ready(60)
+    result = check("multiprocess.global_batch", multiprocess.global_batch)
+    assert result.passed, result.report()
+    assert prepared.handed
+
+
 # ---- exercise 5: global_batch, launched ----------------------------------------
 
 

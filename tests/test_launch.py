@@ -26,6 +26,7 @@ from processes import alive, assert_no_children_left
 
 from jaxcourse import CourseError
 from jaxcourse import launch as launcher
+from jaxcourse.launch import prepared as prepared_launch
 from jaxcourse.launch.output import GlooFilter, MpiLines, tail
 
 
@@ -332,6 +333,74 @@ def test_an_interrupted_launch_leaves_nothing_behind(tmp_path: Path) -> None:
         proc.kill()
         proc.wait()
     assert not alive(pids)
+
+
+# ---- a launch prepared ahead of its job ----------------------------------------
+
+# A rank that waits for its job, then prints the job's word, or loops for ever.
+PREPARED = """
+import os
+import sys
+import time
+
+from jaxcourse.launch.prepared import wait_for_job
+
+rank = int(os.environ["JAX_COURSE_PROCESS_ID"])
+job = wait_for_job(os.path.dirname(os.path.abspath(__file__)), rank,
+                   float(sys.argv[-1]))
+if job is None:
+    sys.exit(0)
+while job["word"] == "endless":
+    time.sleep(0.01)
+print(f"rank {rank}: {job['word']}", flush=True)
+"""
+
+
+def _prepared(idle: float = 60.0) -> prepared_launch.PreparedLaunch:
+    launch = prepared_launch.PreparedLaunch(PREPARED, 2, 1, idle=idle, job_timeout=30)
+    assert launch.wait_ready(60), "the prepared processes never got ready"
+    return launch
+
+
+def test_a_prepared_launch_runs_the_job_it_is_given() -> None:
+    launch = _prepared()
+    assert launch.ready() and launch.waiting() and not launch.handed
+    result = launch.run({"word": "hello"}, timeout=30)
+    assert [result.lines(r) for r in range(2)] == [["rank 0: hello"], ["rank 1: hello"]]
+    assert launch.handed and not launch.waiting()
+    assert not launch.folder.exists()
+    with pytest.raises(RuntimeError, match="already had its job"):
+        launch.run({"word": "again"}, timeout=30)
+
+
+def test_a_prepared_job_that_runs_out_of_time_is_ended() -> None:
+    launch = _prepared()
+    started = time.monotonic()
+    with pytest.raises(launcher.RankFailedError) as failed:
+        launch.run({"word": "endless"}, timeout=1.0)
+    assert time.monotonic() - started < 10
+    assert failed.value.returncode == prepared_launch.TIMED_OUT_CODE
+    assert prepared_launch.TIMED_OUT in failed.value.result.lines(failed.value.rank)
+
+
+def test_an_interrupted_prepared_job_leaves_nothing_behind() -> None:
+    from jaxcourse.exercises import TimeLimitError, call_with_time_limit
+
+    launch = _prepared()
+    with pytest.raises(TimeLimitError):  # as the notebook's stop button would
+        call_with_time_limit(lambda: launch.run({"word": "endless"}, timeout=30), 1.0)
+    assert not launch.waiting()
+
+
+def test_prepared_processes_that_get_no_job_end_by_themselves() -> None:
+    idle = _prepared(idle=1.0)
+    closed = _prepared()
+    closed.close()  # asked to stop (the kernel exits, or the CPUs are wanted)
+    assert not closed.waiting() and not closed.folder.exists()
+    deadline = time.monotonic() + 30
+    while idle.waiting():
+        assert time.monotonic() < deadline, "idle prepared processes kept waiting"
+        time.sleep(0.1)
 
 
 def test_a_missing_script_is_a_clear_error(tmp_path: Path) -> None:

@@ -16,11 +16,23 @@ by ``python -m jaxcourse.exercises.grading``.
 
 from __future__ import annotations
 
+from .. import compile_cache
 from .judging import Feedback, Result, check, judge
 from .messages import message
-from .observe import Observation, TimeLimitError, call_with_time_limit, observe_all
+from .observe import (
+    Observation,
+    TimeLimitError,
+    call_with_time_limit,
+    observe_all,
+    warm_up,
+)
 from .registry import by_chapter, exercise_ids, get, register, unregister
 from .spec import Case, Exercise, Mistake
+
+# A Check compiles the learner's function anew in every kernel: JAX's
+# persistent cache keeps what it compiled (and what `make setup` compiled for
+# the reference answers) for the next time. Not in the grader's sandbox.
+compile_cache.enable_by_default()
 
 __all__ = [
     "Case",
@@ -43,6 +55,7 @@ __all__ = [
     "observe_all",
     "register",
     "unregister",
+    "warm_up",
 ]
 
 

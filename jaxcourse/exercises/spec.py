@@ -99,6 +99,20 @@ class Case:
         instead of ``function(*args, **kwargs)``, e.g. to run the function in
         several launched processes and return what each one returned. An
         exception it raises is reported like one of the function's.
+    prepare : callable, optional
+        Called before every run of the case, outside its time limit (an
+        import the learner's code would otherwise pay inside it).
+    warm_up : callable, optional
+        ``warm_up(*args, **kwargs)`` with the case's arguments, when the
+        exercise's panel is shown and after each of its Checks
+        (:func:`jaxcourse.exercises.observe.warm_up`): starts, in the
+        background, what the case's next run would otherwise wait for (the
+        processes of a launched case). It returns at once; its failure only
+        means the next run starts from scratch.
+    endless : {"loop", "repeat", "collective"}
+        What typically never ends in this case, named when it runs out of time.
+    time_limit : float, optional
+        The case's time limit where no stored one applies.
     """
 
     description: str
@@ -115,6 +129,7 @@ class Case:
     extract: Callable[[Any], Any] | None = None
     runner: Callable[..., Any] | None = None
     prepare: Callable[[], Any] | None = None
+    warm_up: Callable[..., Any] | None = None
     endless: str = "loop"
     time_limit: float | None = None
 

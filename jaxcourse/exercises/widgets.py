@@ -24,6 +24,7 @@ import ipywidgets as widgets
 from .explorer_base import Display
 from .judging import Result, check
 from .messages import message
+from .observe import warm_up
 from .registry import get
 from .spec import Exercise
 
@@ -149,6 +150,8 @@ class CheckPanel(Display):
         if self.deferred:
             self.summary.value = html.escape(self.text())
         self._start(run, self.run_check)
+        if not run:
+            warm_up(self.exercise)
 
     def current_answer(self) -> Any:
         """Return the function to check now: the latest definition of its name."""
@@ -173,6 +176,8 @@ class CheckPanel(Display):
             self.check_button.disabled = False
         self.attempts += 1
         self.summary.value = result_html(self.result, self.attempts)
+        # The next Check's launched processes start while this result is read.
+        warm_up(self.exercise)
         return self.result
 
     def show_next_hint(self) -> int:
