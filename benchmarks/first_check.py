@@ -97,7 +97,9 @@ CHILD = textwrap.dedent("""
             # Named as the exercise names it, as in a learner's notebook (JAX
             # names a compiled program after its function).
             answer, own = fresh_copy(getattr(answers_module(topic), names[0])), True
-            if hasattr(answer, "__code__"):
+            # (Not a launched answer: its source is run, under its own name.)
+            launched = any(case.warm_up is not None for case in exercise.cases)
+            if hasattr(answer, "__code__") and not launched:
                 answer.__name__ = answer.__qualname__ = reference.__name__
     shown = ready = 0.0
     if mode != "cold":
