@@ -42,6 +42,7 @@ from solutions.scaling_checks import (
     spec_codes,
     values,
 )
+from solutions.shard_map_checks import shard_map_used
 
 __all__ = ["MESHES", "best_layout", "collective_bytes", "critical_batch",
            "fsdp_specs", "state_bytes_per_device", "tp_mlp"]
@@ -265,6 +266,8 @@ register(
             Case("the compiled program's collectives, counted by kind ("
                  + ", ".join(scaling.KINDS) + "): exactly one all-reduce",
                  mlp_inputs(2, 4, 16, 32), runner=compiled_kinds),
+            Case("the per-device program is a jax.shard_map (advice)",
+                 mlp_inputs(2, 4, 16, 32), runner=shard_map_used, advice=True),
         ],
         hints=[
             "Write down what one device holds: its rows of x with every column, "

@@ -40,6 +40,7 @@ from solutions.shard_map_checks import (
     product_tolerance,
     regression_inputs,
     rows_inputs,
+    shard_map_used,
     standard_cases,
     vector_inputs,
 )
@@ -319,6 +320,8 @@ register(
                  **gradient_tolerance(4, 24)),
             Case("the gradients are replicated like the parameters, P()",
                  regression_inputs(8, 32, 5, 3), extract=leaf_layouts),
+            Case("the per-device program is a jax.shard_map (advice)",
+                 regression_inputs(8, 32, 5, 3), runner=shard_map_used, advice=True),
         ],
         hints=[
             "The loss to differentiate is the mean over the whole batch, which is "

@@ -262,6 +262,11 @@ def _hidden_collectives(layer) -> dict:
     return {"collectives": collective_counts(layer, *_hidden_inputs())}
 
 
+def _hidden_jitted(layer) -> dict:
+    # jax.jit's functions can be lowered; a plain one cannot.
+    return {"jitted": np.array(int(hasattr(layer, "lower")), np.int32)}
+
+
 def _layer_with(x_spec=None, w_spec=None, h_spec=None):
     def make(mesh):
         def hidden_layer(x, w):
@@ -559,6 +564,8 @@ register(
             Case("on a 2x4 mesh ('batch', 'model'): the same values, laid out as "
                  "P('batch', 'model') (2 ways by rows, 4 by columns)",
                  _hidden_mesh_2x4, extract=_hidden_on_2x4),
+            Case("the layer it returns is compiled with jax.jit (advice)",
+                 _hidden_mesh, extract=_hidden_jitted, advice=True),
         ],
         hints=[
             "Compute the layer as usual inside a jitted function, then state "

@@ -492,3 +492,31 @@ def test_warm_up_runs_the_reference_once_per_case_and_calls_the_hooks(
     monkeypatch.setenv("JAX_COURSE_WARM_UP", "1")
     monkeypatch.setenv(GRADING_ENV, "1")
     assert warm_up(exercise) == [] and len(ran) == 2
+
+
+def test_an_advice_case_notes_what_it_found_and_still_passes() -> None:
+    def twice(x):
+        return 2 * x
+
+    exercise = Exercise(
+        id="demo.advice", title="advice", reference=jax.jit(twice), time_limit=2.0,
+        cases=[Case("doubles x", lambda rng: (np.arange(3.0, dtype=np.float32),)),
+               Case("uses jax.jit (advice)",
+                    lambda rng: (np.arange(3.0, dtype=np.float32),),
+                    runner=lambda f, x: {"jitted": np.int32(hasattr(f, "lower"))},
+                    advice=True)],
+    )
+    register(exercise)
+    try:
+        plain = check("demo.advice", lambda x: x + x)
+        assert plain.passed and plain.score == 1.0, plain.report()
+        assert plain.n_tests == 1 and plain.summary().endswith("1/1 tests passed")
+        assert "passes, but note: the function you return is not compiled" \
+            in plain.messages[1]
+        jitted = check("demo.advice", jax.jit(lambda x: x + x))
+        assert jitted.passed and jitted.messages[1].endswith(": ok")
+        # Advice never rescues a wrong answer, nor an answer that fails there.
+        wrong = check("demo.advice", lambda x: x)
+        assert not wrong.passed and wrong.feedback[1].passed and wrong.score == 0.0
+    finally:
+        unregister("demo.advice")

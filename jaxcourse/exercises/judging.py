@@ -44,12 +44,17 @@ GRADING_ENV = "JAXCOURSE_GRADING"
 
 @dataclass(frozen=True)
 class Feedback:
-    """The verdict on one case: what was tried, and what went wrong if anything."""
+    """The verdict on one case: what was tried, and what went wrong if anything.
+
+    ``advice``: the case checks a technique the text only recommends
+    (``Case.advice``); it is reported but not counted in the score.
+    """
 
     test: str
     passed: bool
     message: str
     problem: str = ""
+    advice: bool = False
 
 
 @dataclass(frozen=True)
@@ -73,13 +78,13 @@ class Result:
 
     @property
     def n_passed(self) -> int:
-        """How many tests passed."""
-        return sum(f.passed for f in self.feedback)
+        """How many tests passed (advice not counted)."""
+        return sum(f.passed for f in self.feedback if not f.advice)
 
     @property
     def n_tests(self) -> int:
-        """How many tests there are."""
-        return len(self.feedback)
+        """How many tests there are (advice not counted)."""
+        return sum(not f.advice for f in self.feedback)
 
     @property
     def score(self) -> float:
@@ -261,10 +266,12 @@ def compare(expected: Any, got: Any, case: Case, language: str = "en",
 #: values (see :func:`_measured`): of the learner's compiled program,
 #: ``collectives`` (counts in the order of ``explorers_sharding.COLLECTIVES``),
 #: ``bytes_sent`` (per device) and ``work_share`` (one device's share of the
-#: operations) and ``shard_map`` (1 if the program has a ``jax.shard_map``);
+#: operations), ``shard_map`` (1 if the program has a ``jax.shard_map``) and
+#: ``jitted`` (1 if a returned function is compiled with ``jax.jit``);
 #: of a placed array, ``layout`` (for every device in id order, the start and
 #: stop of its slice in each dimension: ``(devices, ndim, 2)``).
-MEASURES = ("collectives", "bytes_sent", "work_share", "shard_map", "layout")
+MEASURES = ("collectives", "bytes_sent", "work_share", "shard_map", "jitted",
+            "layout")
 _COLLECTIVE_NAMES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
                      "collective-permute")
 
@@ -305,6 +312,8 @@ def _measured(key: str, exp: np.ndarray, got: np.ndarray, language: str) -> str:
     if key == "shard_map":
         return message("no_shard_map" if int(exp) else "shard_map_not_needed",
                        language)
+    if key == "jitted":
+        return message("not_jitted" if int(exp) else "jitted_not_needed", language)
     if key == "collectives":
         return message("measured_collectives", language,
                        got=_counted(got, language), expected=_counted(exp, language))
@@ -567,10 +576,15 @@ def _verdict(
                 problem += f" — {relation}" if relation else ""
         elif got.mutated:
             problem = message("mutated_input", lang, arg=got.mutated)
+    if problem and case.advice and got.kind == "value":
+        # Advice, not a requirement: the answer passes, and hears what was found.
+        return Feedback(case.description, True, message(
+            "advice", lang, test=case.description, problem=problem), advice=True)
     if problem:
         text = message("failed", lang, test=case.description, problem=problem)
-        return Feedback(case.description, False, text, problem)
-    return Feedback(case.description, True, message("ok", lang, test=case.description))
+        return Feedback(case.description, False, text, problem, advice=case.advice)
+    return Feedback(case.description, True, message("ok", lang, test=case.description),
+                    advice=case.advice)
 
 
 def judge(

@@ -113,6 +113,11 @@ class Case:
         What typically never ends in this case, named when it runs out of time.
     time_limit : float, optional
         The case's time limit where no stored one applies.
+    advice : bool
+        The case checks a technique the text recommends rather than requires
+        (``jax.shard_map``, ``jax.jit``): an answer that fails it still
+        passes, and the feedback says what was found, as a note. It is not
+        counted in the score (nor in "n/m tests passed").
     """
 
     description: str
@@ -132,6 +137,7 @@ class Case:
     warm_up: Callable[..., Any] | None = None
     endless: str = "loop"
     time_limit: float | None = None
+    advice: bool = False
 
     def __post_init__(self) -> None:
         if self.transform not in TRANSFORMS:

@@ -29,6 +29,8 @@ TEXTS: dict[str, str] = {
     "all_passed": "All tests passed.",
     # One test's verdict.
     "ok": "{test}: ok",
+    # A case whose technique is advice: the answer passes, with a note.
+    "advice": "{test}: passes, but note: {problem}",
     "failed": "{test}: {problem}",
     "expected_got": "expected {expected}, got {got}",
     "not_attempted": "not attempted yet (the function still raises "
@@ -91,6 +93,11 @@ TEXTS: dict[str, str] = {
     "program and its collective yourself",
     "shard_map_not_needed": "your function uses jax.shard_map where the "
     "compiler's own partitioning was asked for",
+    "not_jitted": "the function you return is not compiled with jax.jit: it "
+    "runs operation by operation, and a sharding constraint in it binds only "
+    "under jit",
+    "jitted_not_needed": "the function you return is compiled with jax.jit "
+    "where a plain function was asked for",
     "share_all": "all",
     "list_joiner": ", ",
     # What a wrong value has in common with the expected one (judging._pattern).

@@ -26,6 +26,7 @@ TEXTS: dict[str, str] = {
     "label_sep": "：",
     "all_passed": "全部测试通过。",
     "ok": "{test}：通过",
+    "advice": "{test}：通过，但请注意：{problem}",
     "failed": "{test}：{problem}",
     "expected_got": "预期 {expected}，得到 {got}",
     "not_attempted": "尚未作答（函数仍然抛出 NotImplementedError）",
@@ -77,6 +78,9 @@ TEXTS: dict[str, str] = {
     "no_shard_map": "你的函数里没有 jax.shard_map：编译器也许能算出正确的值，"
     "但这道练习要你自己写出逐设备的程序和它的集体运算",
     "shard_map_not_needed": "你的函数用了 jax.shard_map，而这里要的是编译器自己的切分",
+    "not_jitted": "你返回的函数没有用 jax.jit 编译：它会逐个运算运行，"
+    "而其中的切分约束只在 jit 之下才有作用",
+    "jitted_not_needed": "你返回的函数用 jax.jit 编译了，而这里要的是一般的函数",
     "share_all": "全部",
     "list_joiner": "、",
     "pattern_factor": "每个值都是预期值的 {factor}：是不是该取平均的地方做"

@@ -24,6 +24,7 @@ TEXTS: dict[str, str] = {
     "label_sep": "：",
     "all_passed": "全部測試通過。",
     "ok": "{test}：通過",
+    "advice": "{test}：通過，但請注意：{problem}",
     "failed": "{test}：{problem}",
     "expected_got": "預期 {expected}，得到 {got}",
     "not_attempted": "尚未作答（函式仍然拋出 NotImplementedError）",
@@ -75,6 +76,9 @@ TEXTS: dict[str, str] = {
     "no_shard_map": "你的函式裡沒有 jax.shard_map：編譯器也許能算出正確的值，"
     "但這道練習要你自己寫出逐裝置的程式和它的集體運算",
     "shard_map_not_needed": "你的函式用了 jax.shard_map，而這裡要的是編譯器自己的切分",
+    "not_jitted": "你回傳的函式沒有用 jax.jit 編譯：它會逐個運算執行，"
+    "而其中的切分約束只在 jit 之下才有作用",
+    "jitted_not_needed": "你回傳的函式用 jax.jit 編譯了，而這裡要的是一般的函式",
     "share_all": "全部",
     "list_joiner": "、",
     "pattern_factor": "每個值都是預期值的 {factor}：是不是該取平均的地方做了加總"
