@@ -132,11 +132,14 @@ CHILD = textwrap.dedent("""
 
 def _child_env(cache: str | None) -> dict[str, str]:
     """The children's environment: the cache as asked, panels that prepare."""
-    env = dict(os.environ, JAX_COURSE_WARM_UP="1")
-    for name in ("JAX_COMPILATION_CACHE_DIR", "JAX_COURSE_COMPILE_CACHE"):
+    from jaxcourse.compile_cache import SWITCH_ENV
+    from jaxcourse.exercises.observe import WARM_UP_ENV
+
+    env = dict(os.environ, **{WARM_UP_ENV: "1"})
+    for name in ("JAX_COMPILATION_CACHE_DIR", SWITCH_ENV):
         env.pop(name, None)
     if cache is None:
-        env["JAX_COURSE_COMPILE_CACHE"] = "off"
+        env[SWITCH_ENV] = "off"
     elif cache:
         env["JAX_COMPILATION_CACHE_DIR"] = cache
     return env
@@ -199,9 +202,10 @@ def _cache_said(cache: str | None) -> str:
     if cache:
         return cache
     from jaxcourse import compile_cache
+    from jaxcourse.exercises.warm_cache import STAMP
 
     folder = compile_cache.cache_dir()
-    warmed = (folder / "warmed-exercises").is_file()
+    warmed = (folder / STAMP).is_file()
     return (f"the course's ({folder.name}, "
             + ("filled by make setup" if warmed else "not filled by make setup")
             + ")")

@@ -123,19 +123,16 @@ def enable() -> Path:
 def enable_by_default() -> Path | None:
     """Turn the cache on, as :func:`enable`, unless it is to stay off.
 
-    It stays off with ``JAX_COURSE_COMPILE_CACHE=off``, and in the grader's
-    sandbox (see the module's docstring); a folder that cannot be made
-    leaves it off too, since the cache only saves time.
+    It stays off with ``JAX_COURSE_COMPILE_CACHE=off`` (which the grader
+    sets in its sandbox, see the module's docstring); a folder that cannot be
+    made leaves it off too, since the cache only saves time.
 
     Returns
     -------
     Path or None
         The folder in use, or ``None`` when the cache stays off.
     """
-    from jaxcourse.exercises.sandbox import GUARD_ENV
-
-    if os.environ.get(SWITCH_ENV, "on").strip().lower() == "off" or \
-            os.environ.get(GUARD_ENV):
+    if os.environ.get(SWITCH_ENV, "on").strip().lower() == "off":
         return None
     try:
         return enable()

@@ -38,7 +38,6 @@ import os
 import re
 import tempfile
 import textwrap
-import time
 import tokenize
 import zlib
 from collections.abc import Callable, Sequence
@@ -377,10 +376,15 @@ def _steps_called(lines: list[str]) -> dict[int, int]:
     return steps
 
 
+def _ranks_saying(result: Any, marker: str) -> list[int]:
+    """Return the processes that printed ``marker`` on a line of its own."""
+    return [rank for rank in range(result.num_processes)
+            if any(line.strip() == marker for line in result.lines(rank))]
+
+
 def _hung_ranks(result: Any) -> list[int]:
     """Return the processes a worker's watchdog ended (left by a partner)."""
-    return [rank for rank in range(result.num_processes)
-            if any(line.strip() == _HUNG for line in result.lines(rank))]
+    return _ranks_saying(result, _HUNG)
 
 
 def _hung(result: Any) -> bool:
@@ -610,10 +614,7 @@ def _take_prepared(key: tuple[str, str, int]) -> Any:
     """Return the prepared launch for ``key`` if it still waits (and forget it)."""
     prepared = _PREPARED.pop(key, None)
     # One about to give up waiting is left to end by itself.
-    if prepared is not None and prepared.waiting() and \
-            time.monotonic() - prepared.started < PREPARED_IDLE - 60.0:
-        return prepared
-    return None
+    return prepared if prepared is not None and prepared.will_wait(60.0) else None
 
 
 @atexit.register
@@ -648,9 +649,8 @@ def _launch_worker(worker: str, function: Callable, scenarios: Sequence,
     prepared = _take_prepared((worker, scenarios_json, devices_per_process))
     try:
         if prepared is not None:
-            Path(prepared.folder, "answer.py").write_text(source)
             return prepared.run({"answer": "answer.py", "name": function.__name__},
-                                timeout)
+                                timeout, files={"answer.py": source})
         with tempfile.TemporaryDirectory(prefix="jaxcourse-check-") as folder:
             Path(folder, "worker.py").write_text(worker)
             Path(folder, "answer.py").write_text(source)
@@ -664,8 +664,7 @@ def _launch_worker(worker: str, function: Callable, scenarios: Sequence,
         raise ProcessesOutOfStepError(_hang_message(err.result, timeout),
                                       err.result) from None
     except RankFailedError as err:
-        if any(line.strip() == TIMED_OUT for rank in range(err.result.num_processes)
-               for line in err.result.lines(rank)):
+        if _ranks_saying(err.result, TIMED_OUT):
             # A prepared process ran out of its job's time: the same hang.
             message = _hang_message(err.result, timeout)
         elif _hung(err.result):

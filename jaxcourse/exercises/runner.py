@@ -222,9 +222,11 @@ def _run_in(path: Path, run_dir: Path, settings: Settings) -> Run:
     shutil.copyfile(path, copy)
     tag = new_tag()
     # No shared compilation cache: one submission must never place compiled
-    # code that another one runs.
+    # code that another one runs (and the course's switch keeps it off when
+    # the submission imports jaxcourse.exercises).
     env = compile_cache.without(os.environ)
     env.update({
+        compile_cache.SWITCH_ENV: "off",
         GRADING_ENV: "1",
         TAG_ENV: tag,
         # The private copy comes first: the submission imports it, not ours.

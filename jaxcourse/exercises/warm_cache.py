@@ -30,9 +30,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["fresh_copy", "main", "warm"]
+__all__ = ["STAMP", "fresh_copy", "main", "warm"]
 
-_STAMP = "warmed-exercises"
+#: The stamp in the cache's folder: the digest of the code it was warmed for.
+STAMP = "warmed-exercises"
 
 
 def fresh_copy(function: Any) -> Any:
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         print("the compilation cache is off (JAX_COURSE_COMPILE_CACHE=off): "
               "nothing to warm")
         return 0
-    stamp = folder / _STAMP
+    stamp = folder / STAMP
     digest = _code_digest()
     if not args.force and stamp.is_file() and stamp.read_text().strip() == digest:
         print(f"the compilation cache already holds the reference answers' "

@@ -151,7 +151,7 @@ class PreparedLaunch:
         self.folder = Path(tempfile.mkdtemp(prefix="jaxcourse-prepared-"))
         (self.folder / "worker.py").write_text(script, encoding="utf-8")
         self.num_processes = num_processes
-        self.started = time.monotonic()
+        self._gives_up = time.monotonic() + idle  # the processes stop waiting
         self._handed = False
         self._result: Any = None
         self._error: BaseException | None = None
@@ -184,6 +184,14 @@ class PreparedLaunch:
         return (not self._handed and not self._ended.is_set()
                 and not (self.folder / _STOP_FILE).exists())
 
+    def will_wait(self, seconds: float) -> bool:
+        """Whether they are :meth:`waiting` and will be for ``seconds`` more.
+
+        By their idle time: processes about to give up are better not handed
+        a job.
+        """
+        return self.waiting() and time.monotonic() + seconds < self._gives_up
+
     def ready(self) -> bool:
         """Whether every process is started and waiting for its job."""
         return self.waiting() and all(_ready_file(self.folder, r).exists()
@@ -196,7 +204,8 @@ class PreparedLaunch:
             time.sleep(0.02)
         return self.ready()
 
-    def run(self, job: dict[str, Any], timeout: float) -> Any:
+    def run(self, job: dict[str, Any], timeout: float,
+            files: dict[str, str] | None = None) -> Any:
         """Hand the processes ``job`` and wait for the launch to end.
 
         Parameters
@@ -207,6 +216,9 @@ class PreparedLaunch:
         timeout : float
             Seconds the job may run in each process (counted from when the
             process reads it).
+        files : dict, optional
+            Files the job needs, by name: written into the processes' folder
+            before the job.
 
         Returns
         -------
@@ -224,6 +236,8 @@ class PreparedLaunch:
         if self._handed:
             raise RuntimeError("this prepared launch already had its job")
         self._handed = True
+        for name, text in (files or {}).items():
+            (self.folder / name).write_text(text, encoding="utf-8")
         written = self.folder / "job.tmp"
         written.write_text(json.dumps({**job, "timeout": timeout}), encoding="utf-8")
         os.replace(written, self.folder / JOB_FILE)  # every process reads it whole
