@@ -81,7 +81,7 @@ def _template(text: str, capture: str = "") -> re.Pattern:
 
 def value_only(problem: str, language: str) -> bool:
     """Whether ``problem`` only reports a difference of values (names nothing)."""
-    from jaxcourse.exercises.messages import MESSAGES
+    from jaxcourse.messages import MESSAGES
 
     texts = {**MESSAGES["en"], **MESSAGES[language]}
     if " — " in problem:  # a known mistake's message follows the difference
@@ -106,7 +106,7 @@ def raw_error(problem: str, language: str) -> bool:
     take it as named. The course's advice after it (a concrete value needed
     under jit, an escaped tracer) or a known mistake's message does count.
     """
-    from jaxcourse.exercises.messages import MESSAGES
+    from jaxcourse.messages import MESSAGES
 
     texts = {**MESSAGES["en"], **MESSAGES[language]}
     if " — " in problem or any(

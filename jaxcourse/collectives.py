@@ -269,7 +269,7 @@ def draw_collective(name: str, blocks: np.ndarray, shift: int = 1,
     """
     import matplotlib.pyplot as plt
 
-    from jaxcourse.exercises.messages import message
+    from jaxcourse.messages import message
 
     blocks = _check_blocks(blocks)
     n, length = blocks.shape
@@ -302,7 +302,7 @@ def draw_collective(name: str, blocks: np.ndarray, shift: int = 1,
 
 
 def _title(name: str, shift: int, language: str = "en") -> str:
-    from jaxcourse.exercises.messages import message
+    from jaxcourse.messages import message
 
     if name == "ppermute":
         return message("draw_title_ppermute", language,

@@ -56,7 +56,7 @@ def _sections(entries: list[str]) -> list[list[str]]:
 
 
 def _count(key: str, n: int, language: str) -> str:
-    from jaxcourse.exercises.messages import message
+    from jaxcourse.messages import message
 
     return message(f"traceback_{key}_{'1' if n == 1 else 'n'}", language, n=n)
 
@@ -84,7 +84,7 @@ def _shortened(full: Callable[..., list[str]], language: str = "en"
         if dropped:
             notes.append(_count("chain", dropped, language))
         if notes and kept:
-            from jaxcourse.exercises.messages import message
+            from jaxcourse.messages import message
 
             parts = message("traceback_and", language).join(notes)
             note = message("traceback_hidden", language, parts=parts)

@@ -24,7 +24,7 @@ from jaxcourse.exercises import (
     warm_up,
 )
 from jaxcourse.exercises.judging import GRADING_ENV
-from jaxcourse.exercises.messages import MESSAGES, message
+from jaxcourse.messages import MESSAGES, message
 from jaxcourse.exercises.observe import TimeLimitError, call_with_time_limit
 
 
@@ -420,7 +420,7 @@ def test_where_says_in_words_which_part_is_wrong(
 
 
 def test_chinese_feedback_explains_exception_names_and_structures() -> None:
-    from jaxcourse.exercises.messages import explain_error
+    from jaxcourse.messages import explain_error
 
     assert explain_error("TypeError: bad", "zh-Hant") == "TypeError（型別錯誤）：bad"
     assert explain_error("ValueError", "zh-Hans") == "ValueError（值不合要求）"

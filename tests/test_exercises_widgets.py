@@ -208,7 +208,7 @@ def test_panel_and_explorers_share_one_display_base(subset) -> None:
 
 def test_kernel_gone_notice_is_hidden_until_the_front_end_disconnects() -> None:
     from jaxcourse.exercises.explorer_base import NOTICE_CLASS
-    from jaxcourse.exercises.messages import message
+    from jaxcourse.messages import message
 
     panel = check_panel("mlp.relu", relu, run=False)
     notice = panel.notice
@@ -283,7 +283,7 @@ def test_synthetic_data_is_named_as_such(subset) -> None:
 
 
 def test_explorer_labels_come_from_the_catalogue(subset) -> None:
-    from jaxcourse.exercises.messages import LANGUAGES, message
+    from jaxcourse.messages import LANGUAGES, message
 
     for language in LANGUAGES:
         explorer = LearningRateExplorer(subset, steps=10, run=False,
@@ -299,7 +299,7 @@ def test_explorer_labels_come_from_the_catalogue(subset) -> None:
 
 def test_grader_sentences_live_in_the_catalogue() -> None:
     from jaxcourse.exercises import runner
-    from jaxcourse.exercises.messages import message
+    from jaxcourse.messages import message
 
     assert not hasattr(runner, "_TEXT")
     assert runner.text("oom", "zh-Hant", mb=512, where="") == message(

@@ -323,7 +323,7 @@ def test_the_fingerprint_names_what_the_module_imports(topic):
     assert topic.__name__ in sources
     assert "jaxcourse.exercises.observe" in sources
     # Wording and display never change an output: editing them keeps stores.
-    assert "jaxcourse.exercises.messages" not in sources
+    assert "jaxcourse.messages" not in sources
     assert "jaxcourse.exercises.widgets" not in sources
     assert fingerprint["platform"] == "cpu"
 

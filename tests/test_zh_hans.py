@@ -139,7 +139,7 @@ def test_term_table_wins_over_opencc() -> None:
 
 
 def test_messages_in_simplified_chinese_are_generated() -> None:
-    from jaxcourse.exercises.messages import LANGUAGES, MESSAGES, message
+    from jaxcourse.messages import LANGUAGES, MESSAGES, message
 
     assert "zh-Hans" in LANGUAGES
     assert set(MESSAGES["zh-Hans"]) == set(MESSAGES["zh-Hant"])
@@ -152,7 +152,7 @@ def test_messages_in_simplified_chinese_are_generated() -> None:
 
 
 def test_exception_glosses_in_simplified_chinese_are_generated() -> None:
-    from jaxcourse.exercises.messages import EXCEPTIONS
+    from jaxcourse.messages import EXCEPTIONS
 
     assert set(EXCEPTIONS["zh-Hans"]) == set(EXCEPTIONS["zh-Hant"])
     for name, text in EXCEPTIONS["zh-Hant"].items():
@@ -244,7 +244,7 @@ def _zh_hans_files() -> list[Path]:
              for p in sorted((root / folder).glob("*zh_hans*"))
              + sorted((root / folder).glob("zh_hans/*"))
              if p.is_file() and p.suffix != ".tsv"]  # the term tables list both
-    return found + [root / "jaxcourse" / "exercises" / "messages" / "zh_hans.py"]
+    return found + [root / "jaxcourse" / "messages" / "zh_hans.py"]
 
 
 @pytest.mark.parametrize("pattern", list(TAIWAN_PHRASINGS))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from .. import compile_cache
 from .judging import Feedback, Result, check, judge
-from .messages import message
+from ..messages import message
 from .observe import (
     Observation,
     TimeLimitError,

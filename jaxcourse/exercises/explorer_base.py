@@ -41,7 +41,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from .judging import grading_mode
-from .messages import message
+from ..messages import message
 
 __all__ = [
     "CSS_PX_PER_INCH",
@@ -137,7 +137,7 @@ class Display:
     Parameters
     ----------
     language : {"en", "zh-Hant", "zh-Hans"}
-        Language of every label (see :mod:`jaxcourse.exercises.messages`).
+        Language of every label (see :mod:`jaxcourse.messages`).
         English gives way to the reader's language where it is known
         (:func:`jaxcourse.exercises.registry.reading_language`).
 

@@ -32,7 +32,7 @@ from .explorer_base import (
     png_bytes,
     slider_style,
 )
-from .messages import message
+from ..messages import message
 
 __all__ = [
     "SAMPLE_COUNTS",

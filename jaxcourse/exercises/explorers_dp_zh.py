@@ -10,7 +10,7 @@ by plain functions (:func:`explore`, :func:`plot_exploration`,
 :func:`summary_html`); the widget only wires its controls to them. Labels are
 in Traditional Chinese, or Simplified with ``language="zh-Hans"`` (the
 generated edition's), or English; they live in
-:mod:`jaxcourse.exercises.messages` (``dp_*``), whose Simplified texts are what
+:mod:`jaxcourse.messages` (``dp_*``), whose Simplified texts are what
 ``python -m jaxcourse.zh_hans`` derives. :data:`LABELS` and
 :data:`AXES_LABELS` read both Chinese sets from there.
 """
@@ -33,7 +33,7 @@ from .explorer_base import (
     png_bytes,
     slider_style,
 )
-from .messages import MESSAGES, message
+from ..messages import MESSAGES, message
 
 __all__ = [
     "AXES_CHOICES",
@@ -76,7 +76,7 @@ _LABEL_KEYS = {
     "text": "dp_text",
 }
 #: Every label of the explorer, per Chinese edition (format fields in braces),
-#: read from :mod:`jaxcourse.exercises.messages`, where they are kept.
+#: read from :mod:`jaxcourse.messages`, where they are kept.
 LABELS: dict[str, dict[str, str]] = {
     language: {name: MESSAGES[language][key] for name, key in _LABEL_KEYS.items()}
     for language in ("zh-Hant", "zh-Hans")

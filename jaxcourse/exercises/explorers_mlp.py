@@ -29,7 +29,7 @@ from .explorer_base import (
     finish_axes,
     slider_style,
 )
-from .messages import message
+from ..messages import message
 
 __all__ = [
     "LearningRateExplorer",

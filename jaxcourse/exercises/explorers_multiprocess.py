@@ -27,7 +27,7 @@ from .explorer_base import (
     show_figure,
     slider_style,
 )
-from .messages import message
+from ..messages import message
 
 __all__ = [
     "BatchSplitExplorer",

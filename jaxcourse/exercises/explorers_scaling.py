@@ -26,7 +26,7 @@ import ipywidgets as widgets
 from jaxcourse import scaling
 
 from .explorer_base import Explorer, controls_row
-from .messages import message
+from ..messages import message
 
 __all__ = ["COMPILE_LAYERS", "MESHES", "LayoutExplorer", "layout_explorer",
            "layout_report"]

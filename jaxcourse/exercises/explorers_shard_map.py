@@ -38,7 +38,7 @@ from .explorer_base import (
     slider_style,
 )
 from .explorers_sharding import collectives
-from .messages import message
+from ..messages import message
 
 __all__ = ["DEVICE_COUNTS", "CollectiveExplorer", "collective_explorer", "describe",
            "example_blocks", "problem"]

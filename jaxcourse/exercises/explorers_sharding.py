@@ -27,7 +27,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from .explorer_base import Explorer, controls_row
-from .messages import message
+from ..messages import message
 
 __all__ = [
     "AXES",

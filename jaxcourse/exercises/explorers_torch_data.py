@@ -34,7 +34,7 @@ from .explorer_base import (
     finish_axes,
     slider_style,
 )
-from .messages import message
+from ..messages import message
 
 __all__ = [
     "BATCH_SIZES",

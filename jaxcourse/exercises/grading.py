@@ -47,7 +47,7 @@ from jaxcourse.data.store import sha256_file
 from jaxcourse.processes import become_subreaper
 
 from .judging import judge, reference_observations
-from .messages import message
+from ..messages import message
 from .observe import Observation
 from .registry import by_chapter, exercise_ids, get
 from .runner import (

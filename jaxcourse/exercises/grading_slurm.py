@@ -41,7 +41,7 @@ from jaxcourse import slurm
 from jaxcourse.processes import become_subreaper
 
 from .judging import reference_observations
-from .messages import message
+from ..messages import message
 from .registry import get
 from .runner import Course, Settings, default_course, run_one, text
 

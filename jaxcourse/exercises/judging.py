@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .messages import explain_error, message, ordinal
+from ..messages import explain_error, message, ordinal
 from .observe import Bad, Node, Observation, observe, observe_all
 from .registry import get
 from .spec import Case, Exercise

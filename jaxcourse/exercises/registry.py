@@ -89,7 +89,7 @@ def reading_language() -> str | None:
     """
     explicit = os.environ.get(READING_LANGUAGE_ENV)
     if explicit:
-        from .messages import LANGUAGES
+        from ..messages import LANGUAGES
 
         if explicit not in LANGUAGES:
             raise ValueError(f"{READING_LANGUAGE_ENV} must be one of {LANGUAGES}, "

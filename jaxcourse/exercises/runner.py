@@ -31,7 +31,7 @@ from jaxcourse.course import content_folders
 from jaxcourse.processes import TAG_ENV, end_tree, new_tag
 
 from .judging import GRADING_ENV
-from .messages import LANGUAGES, message
+from ..messages import LANGUAGES, message
 from .sandbox import GUARD_ENV
 
 __all__ = [
@@ -50,7 +50,7 @@ _LOG_TAIL_BYTES = 64 * 2**10
 def text(key: str, language: str, **values: object) -> str:
     """Return the grader's own sentence ``key`` in ``language``, formatted.
 
-    The sentences live in :mod:`jaxcourse.exercises.messages` as
+    The sentences live in :mod:`jaxcourse.messages` as
     ``grading_<key>``; an unknown language reads English.
     """
     known = language if language in LANGUAGES else "en"

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .messages import message
+from ..messages import message
 
 __all__ = [
     "Case",

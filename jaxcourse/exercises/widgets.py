@@ -23,7 +23,7 @@ import ipywidgets as widgets
 
 from .explorer_base import Display
 from .judging import Result, check
-from .messages import message
+from ..messages import message
 from .observe import warm_up
 from .registry import get
 from .spec import Exercise

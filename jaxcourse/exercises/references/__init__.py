@@ -89,7 +89,7 @@ _CONFIG_FLAGS = (
 # display of feedback, and this module (its FORMAT number stands for it).
 # Editing them leaves the stores fresh; their own imports are not followed.
 _NOT_OUTPUTS = frozenset({
-    f"{_TOP_PACKAGE}.exercises.messages",
+    f"{_TOP_PACKAGE}.messages",
     f"{_TOP_PACKAGE}.exercises.widgets",
     _MODULE,
 })
