@@ -62,6 +62,27 @@ def test_collectives_are_read_from_every_spelling_of_replica_groups() -> None:
                      Collective("all-reduce", 4, 2)]
 
 
+def test_collectives_are_read_when_xla_prints_the_devices_order() -> None:
+    # What XLA 0.10 prints for the all-gathers it inserts itself (a reshard of
+    # weights split over "model"): the mesh, the devices' order, then the axes.
+    # Read as a group of 1, such a gather was skipped, and a tp_mlp answer that
+    # gathered its weights looked collective-free.
+    text = "\n".join([
+        "  %all-gather.1 = f32[64,16]{1,0} all-gather(%param.5), channel_id=3, "
+        "replica_groups=mesh['axis_0'=4,'axis_1'=1,'axis_2'=2], "
+        "device_ids=([2,4]T(1,0)) {'axis_0'}, dimensions={0}, "
+        "use_global_device_ids=true",
+        "  %all-gather = f32[16,64]{0,1} all-gather(%wrapped_copy), channel_id=2, "
+        "replica_groups=mesh['axis_0'=1,'axis_1'=4,'axis_2'=2], "
+        "device_ids=([2,4]T(1,0)) {'axis_1', 'axis_2'}, dimensions={1}",
+        "  %g = f32[8]{0} all-reduce(%t), replica_groups=[2,4]<=[4,2]T(1,0)",
+    ])
+    found = scaling.compiled_collectives(_Text(text))
+    assert found == [Collective("all-gather", 64 * 16 * 4, 4),
+                     Collective("all-gather", 16 * 64 * 4, 8),
+                     Collective("all-reduce", 8 * 4, 4)]
+
+
 def test_predicted_collectives_per_layout() -> None:
     kinds = lambda found: sorted(c.kind for c in found)  # noqa: E731
     dp = scaling.predicted_collectives(SIZE, "data parallel", 64, 8)

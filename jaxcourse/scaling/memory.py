@@ -1,0 +1,122 @@
+"""Memory: the training state by formula, against XLA's own memory analysis.
+
+:func:`state_bytes` counts what one device holds under a layout;
+:func:`compiled_memory` reads a compiled program's ``memory_analysis()``;
+:func:`compile_from_shapes` compiles a layout's step from shapes alone, so a
+program too large to run can still be read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
+
+from .layouts import check_layout, make_step, spec_tree
+from .model import DATA, F32, MODEL, Size, init_params, param_count
+
+__all__ = ["compile_from_shapes", "compiled_memory", "state_bytes"]
+
+
+def _shards(layout: str, data: int, model: int) -> int:
+    """How many pieces each weight is cut into under ``layout``."""
+    check_layout(layout)
+    return {"data parallel": 1, "FSDP": data, "tensor parallel": model,
+            "FSDP + TP": data * model}[layout]
+
+
+def state_bytes(size: Size, layout: str, data: int = 1, model: int = 1,
+                itemsize: int = F32) -> dict[str, int]:
+    """Return each part of the training state held by one device, in bytes.
+
+    Parameters
+    ----------
+    size : Size
+        The model.
+    layout : str
+        One of :data:`LAYOUTS`.
+    data, model : int
+        The mesh's sizes along ``"data"`` and ``"model"``.
+    itemsize : int
+        Bytes per number.
+
+    Returns
+    -------
+    dict
+        ``params``, ``grads`` and ``adam`` (the two moments), and their
+        ``total``. Adam's step count (4 bytes) is left out: it is too small
+        to matter and the same everywhere.
+    """
+    per_device = param_count(size) * itemsize // _shards(layout, data, model)
+    parts = {"params": per_device, "grads": per_device, "adam": 2 * per_device}
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+def compiled_memory(compiled: Any) -> dict[str, int]:
+    """Return XLA's memory analysis of a compiled program, per device, in bytes.
+
+    ``arguments`` and ``outputs`` are the buffers passed in and returned,
+    ``temp`` the scratch space, ``alias`` the bytes of outputs written into
+    donated arguments; ``peak`` is what the program needs at once:
+    arguments + outputs + temp - alias.
+    """
+    stats = compiled.memory_analysis()
+    found = {
+        "arguments": int(stats.argument_size_in_bytes),
+        "outputs": int(stats.output_size_in_bytes),
+        "temp": int(stats.temp_size_in_bytes),
+        "alias": int(stats.alias_size_in_bytes),
+    }
+    found["peak"] = (found["arguments"] + found["outputs"] + found["temp"]
+                     - found["alias"])
+    return found
+
+
+def compile_from_shapes(size: Size, layout: str, batch: int, data: int = 1,
+                        model: int = 1, optimizer: Any = None) -> Any:
+    """Compile ``layout``'s training step from shapes alone, allocating nothing.
+
+    The parameters, Adam's state and the batch are given to ``jax.jit`` as
+    ``jax.ShapeDtypeStruct`` with the layout's shardings on a ``data × model``
+    mesh of the first ``data * model`` devices, so that a learner can read a
+    large program's :func:`compiled_memory` and :func:`compiled_collectives`
+    without the memory to run it.
+
+    Raises
+    ------
+    ValueError
+        If JAX has fewer than ``data * model`` devices, or the batch does not
+        split over ``data``.
+    """
+    import optax
+    from jax.sharding import AxisType, NamedSharding
+
+    check_layout(layout)
+    have = len(jax.devices())
+    if have < data * model:
+        raise ValueError(f"a {data}×{model} mesh needs {data * model} devices; JAX has "
+                         f"{have} (call jaxcourse.devices.use_cpu_devices first)")
+    if batch % data:
+        raise ValueError(f"a batch of {batch} does not split over {data} devices")
+    optimizer = optimizer or optax.adam(1e-3)
+    mesh = jax.make_mesh((data, model), (DATA, MODEL),
+                         axis_types=(AxisType.Explicit, AxisType.Explicit),
+                         devices=jax.devices()[:data * model])
+    params = jax.eval_shape(lambda key: init_params(key, size), jax.random.key(0))
+    opt_state = jax.eval_shape(optimizer.init, params)
+
+    def shaped(tree: Any) -> Any:
+        return jax.tree.map(
+            lambda leaf, spec: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype,
+                                                    sharding=NamedSharding(mesh, spec)),
+            tree, spec_tree(tree, layout))
+
+    batch_shape = jax.ShapeDtypeStruct((batch, size.width), jnp.float32,
+                                       sharding=NamedSharding(mesh, P(DATA, None)))
+    with jax.set_mesh(mesh):
+        step = jax.jit(make_step(layout, optimizer))
+        return step.lower(shaped(params), shaped(opt_state), batch_shape,
+                          batch_shape).compile()
