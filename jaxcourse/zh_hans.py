@@ -38,6 +38,11 @@ its outputs cleared and must be executed
 like every notebook. A cell whose generated source equals the stored one
 keeps its stored outputs, so rewriting an up-to-date edition changes nothing,
 and ``--check`` compares sources only (cell types, sources and tags).
+
+:mod:`jaxcourse.i18n` converts the other way (Simplified to Taiwan) with the
+same parts, which live here: :func:`terms`, :func:`through_table`,
+:func:`opencc_converter`, :data:`CJK`, :func:`code_tokens` and :func:`splice`
+(a token-exact edit of code), and :func:`report_stale` (``--check``'s report).
 """
 
 from __future__ import annotations
@@ -55,19 +60,25 @@ from pathlib import Path
 import nbformat
 
 __all__ = [
+    "CJK",
     "CODE_REWRITES",
     "PAIRS",
     "TERMS_FILE",
     "TEXT_REWRITES",
     "TEXT_TABLES",
+    "code_tokens",
     "convert_code",
     "convert_notebook",
     "convert_text",
     "generate",
     "main",
+    "opencc_converter",
     "out_of_date",
+    "report_stale",
+    "splice",
     "terms",
     "texts_table",
+    "through_table",
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -115,7 +126,8 @@ EDITION_NOTE = (
 #: translates, and the edition's topic key (its table: ``<edition>_texts.json``
 #: beside the topic's module).
 TEXT_TABLES: tuple[tuple[str, str], ...] = (("dp_zh", "dp_zh_hans"),)
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+#: A CJK ideograph (the unified ideographs, extension A, the compatibility block).
+CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _PLACEHOLDER = 0xE000  # private-use code points OpenCC leaves alone
 
 
@@ -134,15 +146,20 @@ def terms(path: Path = TERMS_FILE) -> list[tuple[str, str]]:
 
 
 @functools.cache
-def _opencc():
+def opencc_converter(config: str, needed_by: str = "the zh-Hans generator"):
+    """Return OpenCC's converter ``config`` (``"tw2sp"``, ``"s2twp"``), made once.
+
+    ``needed_by`` names the tool in the error raised when OpenCC is missing:
+    the generators need it, the course never does.
+    """
     try:
         import opencc
-    except ImportError as err:  # the generator only; the course never needs it
+    except ImportError as err:  # the generators only; the course never needs it
         raise ImportError(
-            "the zh-Hans generator needs OpenCC: pip install the pin in "
+            f"{needed_by} needs OpenCC: pip install the pin in "
             "requirements.txt (opencc)"
         ) from err
-    return opencc.OpenCC("tw2sp")
+    return opencc.OpenCC(config)
 
 
 def convert_text(text: str) -> str:
@@ -151,9 +168,9 @@ def convert_text(text: str) -> str:
     The term table's entries become placeholders, OpenCC's ``tw2sp`` converts
     the rest, then the placeholders become the table's Simplified terms.
     """
-    if not _CJK.search(text):
+    if not CJK.search(text):
         return text
-    return through_table(text, terms(), _opencc().convert)
+    return through_table(text, terms(), opencc_converter("tw2sp").convert)
 
 
 def through_table(text: str, table: list[tuple[str, str]], convert) -> str:
@@ -170,6 +187,32 @@ def through_table(text: str, table: list[tuple[str, str]], convert) -> str:
     return text
 
 
+#: A token's span, as :mod:`tokenize` gives it: (row, column) of its start and
+#: of its end (rows from 1), and the text that replaces it.
+Edit = tuple[tuple[int, int], tuple[int, int], str]
+
+
+def code_tokens(source: str) -> list[tokenize.TokenInfo]:
+    """Return the tokens of Python ``source``; none if it does not tokenize."""
+    try:
+        return list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError):  # IndentationError included
+        return []
+
+
+def splice(source: str, edits: list[Edit]) -> str:
+    """Return ``source`` with each span of ``edits`` (in source order) replaced."""
+    lines = source.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    for (srow, scol), (erow, ecol), new in reversed(edits):
+        start = offsets[srow - 1] + scol
+        end = offsets[erow - 1] + ecol
+        source = source[:start] + new + source[end:]
+    return source
+
+
 def _rewrite(source: str, rewrites: tuple = CODE_REWRITES) -> str:
     for old, new in rewrites:
         source = source.replace(old, new)
@@ -184,24 +227,11 @@ def convert_code(source: str) -> str:
     their exact positions. IPython syntax (``%magic``, ``!cmd``) tokenizes
     well enough, as its lines hold no Chinese strings.
     """
-    lines = source.splitlines(keepends=True)
-    edits = []
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-    except (tokenize.TokenError, SyntaxError):
-        tokens = []
-    for tok in tokens:
-        if tok.type in (tokenize.COMMENT, tokenize.STRING) and _CJK.search(tok.string):
-            edits.append((tok.start, tok.end, convert_text(tok.string)))
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line))
-    out = source
-    for (srow, scol), (erow, ecol), new in reversed(edits):
-        start = offsets[srow - 1] + scol
-        end = offsets[erow - 1] + ecol
-        out = out[:start] + new + out[end:]
-    return _rewrite(out)
+    edits = [(tok.start, tok.end, convert_text(tok.string))
+             for tok in code_tokens(source)
+             if tok.type in (tokenize.COMMENT, tokenize.STRING)
+             and CJK.search(tok.string)]
+    return _rewrite(splice(source, edits))
 
 
 def _tags(cell: dict) -> list:
@@ -322,6 +352,16 @@ def generate(root: Path = ROOT) -> list[str]:
     return to_run
 
 
+def report_stale(stale: list[str], command: str) -> int:
+    """Print each file of ``stale`` and the ``command`` that rewrites it.
+
+    Return the exit status of a generator's ``--check``: 1 if any is stale.
+    """
+    for name in stale:
+        print(f"out of date: {name} (run {command})")
+    return 1 if stale else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line: write the edition, or with ``--check`` only verify it."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -329,10 +369,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="exit 1 if a generated file is out of date")
     args = parser.parse_args(argv)
     if args.check:
-        stale = out_of_date()
-        for name in stale:
-            print(f"out of date: {name} (run python -m jaxcourse.zh_hans)")
-        return 1 if stale else 0
+        return report_stale(out_of_date(), "python -m jaxcourse.zh_hans")
     for name in generate():
         print(f"execute it: python scripts/run_notebook.py {name}")
     return 0

@@ -1,0 +1,45 @@
+"""The command line of :mod:`jaxcourse.i18n` (``python -m jaxcourse.i18n``).
+
+Without a flag it merges the English into the catalogs and writes the editions
+(:func:`.editions.write`); ``--check`` only says which of them are out of date,
+``--coverage`` prints :func:`.reports.coverage`'s table and ``--lint [CATALOG
+...]`` :func:`.reports.lint`'s findings, exiting 1 if there are any.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..zh_hans import report_stale
+from .editions import out_of_date, write
+from .reports import coverage, coverage_text, lint
+
+#: What ``--help`` says the command is for.
+DESCRIPTION = ("Chinese editions of the English chapters and their exercises, "
+               "from gettext catalogs.")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: see the module's docstring."""
+    parser = argparse.ArgumentParser(prog="python -m jaxcourse.i18n",
+                                     description=DESCRIPTION)
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--check", action="store_true",
+                       help="exit 1 if a catalog or an edition is out of date")
+    group.add_argument("--coverage", action="store_true",
+                       help="print translated, stale and missing entries per catalog")
+    group.add_argument("--lint", nargs="*", metavar="CATALOG",
+                       help="check that translations keep code, math, links, headings")
+    args = parser.parse_args(argv)
+    if args.check:
+        return report_stale(out_of_date(), "python -m jaxcourse.i18n")
+    if args.coverage:
+        print(coverage_text(coverage()))
+        return 0
+    if args.lint is not None:
+        problems = lint(names=args.lint or None)
+        print("\n".join(problems) or "every translation keeps its code, math and links")
+        return 1 if problems else 0
+    for name in write():
+        print(f"wrote {name}")
+    return 0

@@ -1,0 +1,319 @@
+"""The editions: each English master in Simplified and Traditional Chinese.
+
+An edition is its master with the Markdown cells, code comments and figure
+labels of the catalog (:mod:`.catalogs`) in its language, every other
+character of the code and every output the master's own. A cell whose
+translation is missing or stale is shown in English, under a line saying so.
+The Traditional-Chinese (Taiwan) text is the Simplified translation through
+the course's term table (:data:`.layout.TERMS_FILE`) and OpenCC's ``s2twp``
+(:func:`to_hant`). :func:`write` writes every catalog and edition, the exercise
+panels' tables of texts, the Traditional twins of the hand-written pages and
+the editions' part of the book's table of contents; :func:`out_of_date` says
+which of them differ from what it would write.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import os
+import re
+from pathlib import Path
+
+import nbformat
+
+from ..zh_hans import CJK, opencc_converter, splice, terms, through_table
+from .catalogs import _comments, _exercise_texts, _text, merged
+from .figures import _translate_figure
+from .layout import (
+    COMMENT,
+    EDITIONS,
+    EXERCISE,
+    ROOT,
+    TERMS_FILE,
+    Family,
+    edition_path,
+    families,
+)
+
+#: Shown under a cell whose translation is missing or stale.
+UNTRANSLATED = {
+    "zh-Hans": "*（本段尚未翻译，以下是英文原文。）*",
+    "zh-Hant": "*（本段尚未翻譯，以下是英文原文。）*",
+}
+#: Added to the first cell of every edition: where it comes from.
+EDITION_NOTE = {
+    "zh-Hans": (
+        "\n\n> 本页是英文版的简体中文版。代码和输出与英文版完全相同（输出已在英文版上"
+        "重新运行验证），只有图中的文字译成了中文；译文来自 `book/locales/zh_Hans/` "
+        "的消息目录（`python -m jaxcourse.i18n`）。在 Colab 中打开时，请先运行 "
+        "`%env JAX_COURSE_LANGUAGE=zh-Hans`，练习面板才会使用简体中文"
+        "（JupyterLab 会自动识别）。"
+    ),
+    "zh-Hant": (
+        "\n\n> 本頁是英文版的繁體中文（臺灣）版，由簡體中文譯文經 OpenCC 與課程的"
+        "術語表轉換而成。程式碼和輸出與英文版完全相同（輸出已在英文版上重新執行"
+        "驗證；`python -m jaxcourse.i18n`），只有圖中的文字譯成了中文。在 Colab "
+        "中開啟時，請先執行 `%env JAX_COURSE_LANGUAGE=zh-Hant`，練習面板才會使用"
+        "繁體中文（JupyterLab 會自動辨識）。"
+    ),
+}
+
+
+def to_hant(text: str) -> str:
+    """Convert Simplified-Chinese (mainland) text to Traditional (Taiwan).
+
+    The term table's entries become placeholders, OpenCC's ``s2twp`` converts
+    the rest, then the placeholders become the table's Taiwan terms. Code spans
+    and fenced code are left as they are.
+    """
+    if not CJK.search(text):
+        return text
+    parts = re.split(r"(```.*?```|`(?:[^`\n]|\n(?!\s*\n))*`)", text, flags=re.S)
+    table = terms(TERMS_FILE)
+    out = []
+    for k, part in enumerate(parts):
+        if k % 2 or not CJK.search(part):
+            out.append(part)
+            continue
+        s2twp = opencc_converter("s2twp", "the zh-Hant edition")
+        out.append(through_table(part, table, s2twp.convert))
+    return "".join(out)
+
+
+def _translations(po, language: str) -> dict[tuple[str | None, str], str]:
+    done = {}
+    for e in po:
+        if e.obsolete or not e.msgstr or "fuzzy" in e.flags:
+            continue
+        text = e.msgstr if language == "zh-Hans" else to_hant(e.msgstr)
+        done[(e.msgctxt, e.msgid)] = text
+    return done
+
+
+def _translate_code(source: str, done: dict) -> str:
+    edits = []
+    for tok, text in _comments(source):
+        new = done.get((COMMENT, text))
+        if new is not None:
+            edits.append((tok.start, tok.end, "# " + new))
+    return splice(source, edits)
+
+
+_LINK = re.compile(r"\]\(([^)\s#:]+)((?:#[^)\s]*)?)\)")
+
+
+@functools.cache
+def _twins() -> dict[tuple[str, str], str]:
+    """(English or Chinese master, language) -> the page a reader of it gets."""
+    from .. import course
+
+    found = {}
+    for family in families():
+        for master in family.masters:
+            for language in EDITIONS:
+                found[(master, language)] = edition_path(master, language)
+    # Chapter 8 is Chinese only: each script has its own notebook.
+    chinese = [t for t in course.topics() if t.language != "en"]
+    for topic in chinese:
+        for twin in chinese:
+            for kind in ("chapter", "exercises", "student"):
+                found[(getattr(topic, kind), twin.language)] = getattr(twin, kind)
+    return found
+
+
+def _relink(text: str, master: str, language: str) -> str:
+    """Point ``text``'s relative links (written from ``master``) at this edition."""
+    here = Path(master).parent
+    there = Path(edition_path(master, language)).parent
+
+    def move(match: re.Match) -> str:
+        target = Path(os.path.normpath(here / match.group(1))).as_posix()
+        target = _twins().get((target, language), target)
+        return f"]({os.path.relpath(target, there)}{match.group(2)})"
+
+    return _LINK.sub(move, text)
+
+
+def edition(master: nbformat.NotebookNode, po, language: str, path: str | None = None
+            ) -> nbformat.NotebookNode:
+    """Return ``master`` in ``language``: prose from ``po``, code and outputs its own.
+
+    ``path`` (the master's, relative to the root) lets relative links lead to
+    the pages of the same edition.
+    """
+    done = _translations(po, language)
+    nb = copy.deepcopy(master)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown" and cell.source.strip():
+            new = done.get((None, cell.source))
+            cell.source = new if new is not None else (
+                f"{UNTRANSLATED[language]}\n\n{cell.source}")
+            if path is not None:
+                cell.source = _relink(cell.source, path, language)
+        elif cell.cell_type == "code":
+            cell.source = _translate_code(cell.source, done)
+            cell.outputs = [_translate_figure(o, done, language)
+                            for o in cell.get("outputs", [])]
+    if nb.cells and nb.cells[0].cell_type == "markdown":
+        nb.cells[0].source += EDITION_NOTE[language]
+    nb.metadata["jaxcourse"] = {"language": language}
+    return nb
+
+
+def code_of(nb: nbformat.NotebookNode) -> list[str]:
+    """Return each code cell's source without its comments (what editions share)."""
+    return [splice(cell.source, [(tok.start, tok.end, "")
+                                 for tok, _ in _comments(cell.source)])
+            for cell in nb.cells if cell.cell_type == "code"]
+
+
+def _texts_table(family: Family, po, language: str) -> tuple[str, str]:
+    """Where the topic's table of exercise texts in ``language`` goes, and its JSON.
+
+    The exercise panels of an edition read it (:func:`registry.get`): each
+    English text to its translation, and each shown solution to the same code
+    with its comments translated.
+    """
+    from .. import course
+    from ..exercises.registry import _REGISTRY
+
+    done = _translations(po, language)
+    table = {}
+    for exercise_id, _, texts in _exercise_texts(family):
+        for text in texts:
+            if (EXERCISE, text) in done:
+                table[text] = done[(EXERCISE, text)]
+        solution = _REGISTRY[exercise_id].solution_source()
+        shown = _translate_code(solution, done)
+        if shown != solution:
+            table[solution] = shown
+    module = Path(course.load(family.topic).__file__).resolve()
+    path = module.with_name(f"{family.topic}_{EDITIONS[language]}_texts.json")
+    text = json.dumps(table, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+    return path.relative_to(ROOT).as_posix(), text
+
+
+def _render(family: Family, root: Path = ROOT) -> dict[str, str]:
+    """Every file ``family`` owns (its catalog, its editions) and its text."""
+    po = merged(family, root)
+    files = {str(family.catalog.relative_to(ROOT)): _text(po)}
+    for master in family.masters:
+        nb = nbformat.read(root / master, as_version=4)
+        for language in EDITIONS:
+            text = nbformat.writes(edition(nb, po, language, master)) + "\n"
+            files[edition_path(master, language)] = text
+    if family.topic:
+        for language in EDITIONS:
+            path, text = _texts_table(family, po, language)
+            files[path] = text
+    return files
+
+
+#: Pages written in Simplified Chinese, and their generated Traditional twins.
+PAGES = (("book/zh_hans/index.md", "book/zh_hant/index.md"),)
+#: Where a Traditional page points elsewhere than its Simplified source: chapter 8
+#: and its glossary have a Traditional master.
+HANT_LINKS = (("../08_dp_zh_hans)", "../08_dp_zh)"),
+              ("../glossary_zh_hans)", "../glossary_zh)"))
+
+
+def _pages(root: Path = ROOT) -> dict[str, str]:
+    files = {}
+    for source, target in PAGES:
+        text = to_hant((root / source).read_text(encoding="utf-8"))
+        for old, new in HANT_LINKS:
+            text = text.replace(old, new)
+        files[target] = text
+    return files
+
+
+TOC_FILE = "_toc.yml"
+TOC_BEGIN = "  # >>> the Chinese editions: written by python -m jaxcourse.i18n\n"
+TOC_END = "  # <<< the Chinese editions\n"
+#: Each edition's parts in the book's table of contents: caption, and which
+#: notebook of each family goes there ("chapter", "student", or "worked": the
+#: solution notebook).
+TOC_PARTS = {
+    "zh-Hans": (("简体中文版", "chapter"), ("练习（简体中文）", "student"),
+                ("解答（简体中文）", "worked")),
+    "zh-Hant": (("繁體中文版", "chapter"), ("練習（繁體中文）", "student"),
+                ("解答（繁體中文）", "worked")),
+}
+
+
+def _title(nb: nbformat.NotebookNode) -> str:
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    return ""
+
+
+def _toc(root: Path, files: dict[str, str]) -> str:
+    text = (root / TOC_FILE).read_text(encoding="utf-8")
+    block = _toc_block_from(files, root)
+    if TOC_BEGIN in text and TOC_END in text:
+        head, rest = text.split(TOC_BEGIN, 1)
+        _, tail = rest.split(TOC_END, 1)
+        return head + block + tail
+    return text.rstrip("\n") + "\n" + block
+
+
+def _toc_block_from(files: dict[str, str], root: Path) -> str:
+    # Titles come from the editions about to be written, not the stored ones.
+    from .. import course
+
+    lines = [TOC_BEGIN]
+    english = [t for t in course.topics() if t.language == "en"]
+    for language, parts in TOC_PARTS.items():
+        for caption, kind in parts:
+            lines.append(f"  - caption: {caption}\n    chapters:\n")
+            if kind == "chapter":
+                index = Path(edition_path("book/index.md", language)).with_suffix("")
+                lines.append(f"      - file: {index}\n")
+            for number, topic in enumerate(english, start=1):
+                master = {"chapter": topic.chapter, "worked": topic.exercises,
+                          "student": topic.student}[kind]
+                path = edition_path(master, language)
+                nb = nbformat.reads(files[path], as_version=4)
+                title = _title(nb).replace('"', "'")
+                if kind == "chapter":
+                    title = f"{number}. {title}"
+                lines.append(f"      - file: {Path(path).with_suffix('')}\n"
+                             f"        title: \"{title}\"\n")
+    lines.append(TOC_END)
+    return "".join(lines)
+
+
+def _everything(root: Path = ROOT) -> dict[str, str]:
+    files = _pages(root)
+    for family in families():
+        files.update(_render(family, root))
+    files[TOC_FILE] = _toc(root, files)
+    return files
+
+
+def out_of_date(root: Path = ROOT) -> list[str]:
+    """Return the catalogs and editions that differ from what :func:`write` writes."""
+    stale = []
+    for path, text in _everything(root).items():
+        target = root / path
+        if not target.is_file() or target.read_text(encoding="utf-8") != text:
+            stale.append(path)
+    return stale
+
+
+def write(root: Path = ROOT) -> list[str]:
+    """Merge the English into the catalogs, write the editions; return what changed."""
+    changed = []
+    for path, text in _everything(root).items():
+        target = root / path
+        if target.is_file() and target.read_text(encoding="utf-8") == text:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        changed.append(path)
+    return changed
