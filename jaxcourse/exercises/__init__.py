@@ -17,17 +17,15 @@ by ``python -m jaxcourse.exercises.grading``.
 from __future__ import annotations
 
 from .. import compile_cache
-from .judging import Feedback, Result, check, judge
 from ..messages import message
-from .observe import (
-    Observation,
-    TimeLimitError,
-    call_with_time_limit,
-    observe_all,
-    warm_up,
-)
+from .judging import check, judge
+from .observation import Observation
+from .observe import observe_all
 from .registry import by_chapter, exercise_ids, get, register, unregister
+from .result import Feedback, Result
 from .spec import Case, Exercise, Mistake
+from .time_limit import TimeLimitError, call_with_time_limit
+from .warming import warm_up
 
 # A Check compiles the learner's function anew in every kernel: JAX's
 # persistent cache keeps what it compiled (and what `make setup` compiled for

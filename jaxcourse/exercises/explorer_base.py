@@ -7,7 +7,7 @@ text that depends on nothing random (no timings, no numbers that vary
 across CPUs). What every display shares lives here, once:
 
 * **grading-mode deferral**: while a class's notebooks are graded
-  (:func:`jaxcourse.exercises.judging.grading_mode`), nothing is computed and
+  (:func:`jaxcourse.exercises.mode.grading_mode`), nothing is computed and
   the text form says the display is graded separately;
 * **the change-handler wiring**: :meth:`Display._on_change` runs one action
   when a control's value changes or a button is clicked;
@@ -40,8 +40,8 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from .judging import grading_mode
 from ..messages import message
+from .mode import grading_mode
 
 __all__ = [
     "CSS_PX_PER_INCH",

@@ -1,435 +1,57 @@
-"""The safety boundary: the one module that calls a learner's code.
+"""The safety boundary: the one module that calls a learner's code on a case.
 
 :func:`observe_all` calls a function (the learner's, untrusted) on every case
 of an exercise and records what came back as plain data
-(:class:`Observation`): under a time limit (:func:`call_with_time_limit`), with
-its printing hidden, its exceptions caught and its inputs watched for
-mutation. Observations can be sent between processes (``to_json``), so the
-classroom grader observes in a submission's process and judges in its own.
-Nothing here decides whether an answer is right: see
-:mod:`jaxcourse.exercises.judging`.
+(:class:`~jaxcourse.exercises.observation.Observation`): under each case's
+time limit (:mod:`~jaxcourse.exercises.case_limits`, enforced by
+:func:`~jaxcourse.exercises.time_limit.call_with_time_limit`), with its
+printing hidden, its exceptions caught and its inputs watched for mutation,
+under the case's transform (a plain call, ``jax.jit``, ``jax.grad``,
+``jax.vmap`` or a count of traced operations). Observations can be sent
+between processes (``to_json``), so the classroom grader observes in a
+submission's process and judges in its own. Nothing here decides whether an
+answer is right: see :mod:`jaxcourse.exercises.judging`.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import dis
-import gc
 import io
-import math
 import os
-import signal
-import sys
-import threading
-import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .case_limits import case_time_limits
+from .mode import WARM_UP_ENV
+from .observation import Bad, Node, Observation
 from .spec import Case, Exercise
+from .time_limit import TimeLimitError, call_with_time_limit, time_left
+from .time_limit import _TimeUp as _TimeUp
 
+# Observation, Node, TimeLimitError, call_with_time_limit, time_left,
+# case_time_limits, _TimeUp and WARM_UP_ENV moved to the modules above; they
+# stay importable from here for the tests, the benchmarks and chapter 7's
+# harness, which import them by this module's name.
 __all__ = [
-    "DEFAULT_TIME_LIMIT",
     "WARM_UP_ENV",
-    "Bad",
     "Node",
     "Observation",
     "TimeLimitError",
     "call_with_time_limit",
     "case_time_limits",
-    "limit_from_reference",
     "observe",
     "observe_all",
     "time_left",
-    "warm_up",
 ]
 
 # --------------------------------------------------------------------------
-# Time limit
+# A returned object, as plain data
 # --------------------------------------------------------------------------
-
-#: Seconds a case may run when neither the exercise nor the stored reference
-#: outputs say otherwise (see :func:`case_time_limits`): a learner waits at
-#: most this long for an answer that never ends.
-DEFAULT_TIME_LIMIT = 10.0
-# Once the limit is reached, the interrupt is repeated this often, so code
-# that swallows the first one still stops.
-_REPEAT = 0.05
-# While an interrupt we raised is still being handled (the ``finally`` and
-# ``__exit__`` blocks it runs through), the next one waits this long: cleanup
-# code cut short would leave JAX's trace state, a launch's processes or an
-# iterator's threads behind.
-_CLEANUP_GRACE = 2.0
-
-
-class TimeLimitError(Exception):
-    """The learner's code ran past its time limit."""
-
-    def __init__(self, seconds: float) -> None:
-        super().__init__(f"time limit of {seconds:g} s exceeded")
-        self.seconds = seconds
-
-
-class _TimeUp(BaseException):
-    # A BaseException, so a learner's `except Exception` cannot swallow it.
-    pass
-
-
-# The deadline (time.monotonic()) of the time limit in force, if any: code
-# that waits on its own (a launch of processes) can stop in time to say why.
-_deadline: list[float | None] = [None]
-
-
-def time_left() -> float | None:
-    """Return the seconds left under the time limit in force, or ``None``.
-
-    A case's runner that waits for something it can end itself (launched
-    processes, say) uses it to give up before the limit, and so report what
-    it saw rather than a bare time-out.
-    """
-    deadline = _deadline[0]
-    return None if deadline is None else max(0.0, deadline - time.monotonic())
-
-
-def call_with_time_limit(function: Callable[[], Any], seconds: float | None) -> Any:
-    """Return ``function()``, or raise :class:`TimeLimitError` after ``seconds``.
-
-    In the main thread of a Unix process, a ``SIGALRM`` timer interrupts the
-    call at the next Python bytecode: a Python loop stops at once; a long
-    compiled JAX call cannot be cut short but is reported as too slow as soon
-    as it returns. The interrupt is repeated every 50 ms, so code that
-    swallows it still stops, but never while the previous one is still
-    unwinding through cleanup code (for up to 2 s), nor inside this module's
-    own cleanup, a garbage collection or a finalizer. While TensorFlow's or
-    PyTorch's Python code runs, it waits (up to 5 s) for the moment the
-    learner's code calls into them again: interrupted anywhere else, a
-    ``tf.data`` iterator corrupts memory and the kernel dies.
-
-    Whatever happens (a result, an error, the time-out, the learner's
-    ``KeyboardInterrupt`` or ``SystemExit``), when this returns or raises the
-    timer and the ``SIGALRM`` handler are the ones found on entry, and an
-    interrupt delivered late finds a handler that ignores it: nothing of the
-    limit stays armed in the learner's kernel.
-
-    Elsewhere (another thread, Windows) the call runs in a helper thread and
-    the check stops waiting after ``seconds``; the runaway code is then
-    interrupted in its thread at its next Python bytecode (code blocked in C
-    finishes in the background).
-    """
-    if seconds is None or seconds <= 0:
-        return function()
-    can_alarm = (
-        hasattr(signal, "setitimer")
-        and threading.current_thread() is threading.main_thread()
-        and signal.getitimer(signal.ITIMER_REAL)[0] == 0
-    )
-    outer = _deadline[0]
-    _deadline[0] = time.monotonic() + seconds
-    try:
-        if can_alarm:
-            return _with_alarm(function, seconds)
-        return _with_thread(function, seconds)
-    finally:
-        _deadline[0] = outer
-
-
-class _Alarm:
-    """One time limit's ``SIGALRM`` handler: it interrupts only while armed.
-
-    Never inside a garbage collection either: an exception raised in a gc
-    callback or a finalizer is only printed ("Exception ignored"), and the
-    callback (JAX frees device buffers in one) is cut short for nothing.
-    """
-
-    def __init__(self) -> None:
-        self.armed = True
-        self.collecting = False
-        self.raised: list[_TimeUp] = []
-        self.due = 0.0  # time.monotonic() when the limit was reached
-        self.last = 0.0  # time.monotonic() of the last interrupt raised
-
-    def gc_starts(self, phase: str, info: dict) -> None:
-        # First of gc.callbacks: before any other callback runs.
-        if phase == "start":
-            self.collecting = True
-
-    def gc_ends(self, phase: str, info: dict) -> None:
-        # Last of gc.callbacks: after every other one has run.
-        if phase == "stop":
-            self.collecting = False
-
-    def __call__(self, signum: int, frame: Any) -> None:
-        if not self.armed or self.collecting or frame is None or \
-                frame.f_code in _PROTECTED:
-            return
-        now = time.monotonic()
-        self.due = self.due or now
-        if now - self.due < _UNSAFE_AFTER and not _safe_to_interrupt(frame):
-            # Not now: ask again in half a millisecond rather than at the next
-            # alarm. Until a signal lands just as the learner's code calls
-            # into the library again, it is handled where the library's C++
-            # code returns, which is not safe.
-            signal.setitimer(signal.ITIMER_REAL, _RETRY, _REPEAT)
-            return
-        handling = sys.exc_info()[1]
-        if any(handling is err for err in self.raised) and \
-                time.monotonic() - self.last < _CLEANUP_GRACE:
-            return  # our interrupt is still unwinding: let its cleanup finish
-        err = _TimeUp()
-        self.raised.append(err)
-        self.last = time.monotonic()
-        raise err
-
-
-def _with_alarm(function: Callable[[], Any], seconds: float) -> Any:
-    alarm = _Alarm()
-    gc.callbacks.insert(0, alarm.gc_starts)
-    gc.callbacks.append(alarm.gc_ends)
-    previous = signal.signal(signal.SIGALRM, alarm)
-    timed_out = False
-    try:
-        signal.setitimer(signal.ITIMER_REAL, seconds, _REPEAT)
-        return function()
-    except _TimeUp:
-        timed_out = True  # no call here: nothing can interrupt it
-    except Exception:
-        if not alarm.raised:
-            raise
-        # Our interrupt, turned into an error of its own by a library (one
-        # that calls back into Python from C, say): still the time limit.
-        timed_out = True
-    finally:
-        # The handler ignores interrupts in this frame (_PROTECTED), so a last
-        # alarm cannot cut this cleanup short; a KeyboardInterrupt that lands
-        # in it is held until the cleanup is done, then raised.
-        held: BaseException | None = None
-        for _ in range(10):
-            try:
-                alarm.armed = False  # first: a late interrupt now does nothing
-                left = signal.setitimer(signal.ITIMER_REAL, 0)[0]
-                if alarm.raised or left < 2 * _REPEAT:
-                    # An alarm that has already fired may still be on its
-                    # way: it must reach the disarmed handler, not the
-                    # previous one (SIG_DFL would end the process).
-                    time.sleep(0.002)
-                # signal.signal runs pending handlers before it swaps them.
-                signal.signal(signal.SIGALRM, previous)
-                for callback in (alarm.gc_starts, alarm.gc_ends):
-                    with contextlib.suppress(ValueError):
-                        gc.callbacks.remove(callback)
-                break
-            except BaseException as err:  # the learner's interrupt, say
-                held = err
-        if held is not None:
-            raise held
-    # Raised once the timer and the handler are restored, never before.
-    if timed_out:
-        raise TimeLimitError(seconds)
-
-
-#: Top-level packages whose Python code keeps C++ state that an exception
-#: at an arbitrary moment corrupts: TensorFlow's iterators, interrupted in
-#: the ``finally`` of their executor's context manager, free an executor
-#: still in use ("free(): invalid pointer", the kernel dies). While their
-#: code runs, the interrupt waits for the moment a learner's code calls into
-#: them again: between two calls they are in a consistent state.
-_FRAGILE = frozenset({"tensorflow", "tensorflow_datasets", "keras", "torch"})
-_RESUME = dis.opmap.get("RESUME")
-#: Seconds past the limit after which the interrupt no longer waits for a
-#: safe moment (an endless loop inside such a library's callbacks).
-_UNSAFE_AFTER = 5.0
-#: Seconds until the next try, while the interrupt waits for a safe moment.
-_RETRY = 0.0005
-
-
-def _safe_to_interrupt(frame: Any) -> bool:
-    """Whether an exception raised in ``frame`` now leaves every library sound.
-
-    Yes when no frame on the stack runs the code of a :data:`_FRAGILE`
-    package. When one does, only if it is the innermost frame, it was called
-    from other code (the learner's loop over a pipeline, say), and it is at
-    its very start, before it has done anything: the exception is then one
-    its caller gets from the call, as from any function. Neither inside a
-    finalizer (``__del__``): there the exception is only printed, and the
-    resource it frees leaks.
-    """
-    if frame.f_code.co_name == "__del__":
-        return False
-    outer = frame.f_back
-    while outer is not None:
-        if _fragile(outer):
-            return False
-        outer = outer.f_back
-    if not _fragile(frame):
-        return True
-    if _RESUME is None:  # before Python 3.11: no marker of a function's start
-        return False
-    offset, code = frame.f_lasti, frame.f_code.co_code
-    return offset < 0 or (offset < len(code) and code[offset] == _RESUME)
-
-
-def _fragile(frame: Any) -> bool:
-    name = frame.f_globals.get("__name__") or ""
-    return name.split(".", 1)[0] in _FRAGILE
-
-
-# Code the handler never interrupts: the time limit's own cleanup, the gc
-# callbacks that tell it a collection runs, and the handler itself.
-_PROTECTED = frozenset({_with_alarm.__code__, _Alarm.gc_starts.__code__,
-                        _Alarm.gc_ends.__code__, _Alarm.__call__.__code__})
-
-
-def _with_thread(function: Callable[[], Any], seconds: float) -> Any:
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["value"] = function()
-        except BaseException as err:  # handed back to the caller below
-            box["error"] = err
-
-    worker = threading.Thread(target=target, daemon=True, name="exercise-check")
-    worker.start()
-    worker.join(seconds)
-    if worker.is_alive():
-        _interrupt(worker)
-        raise TimeLimitError(seconds)
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
-
-
-def _interrupt(worker: threading.Thread, patience: float = 0.5) -> None:
-    """Raise ``_TimeUp`` in ``worker`` until it ends or ``patience`` runs out.
-
-    CPython delivers it at the thread's next bytecode; a thread blocked in C
-    (a sleep, a compiled call) ends when that call returns.
-    """
-    try:
-        import ctypes
-
-        set_async = ctypes.pythonapi.PyThreadState_SetAsyncExc
-    except (ImportError, AttributeError):  # not CPython: it finishes on its own
-        return
-    end = time.monotonic() + patience
-    while worker.is_alive() and worker.ident is not None and time.monotonic() < end:
-        set_async(ctypes.c_ulong(worker.ident), ctypes.py_object(_TimeUp))
-        worker.join(_REPEAT)
-    if worker.ident is not None:
-        # Whatever happens next, no interrupt stays queued for that thread.
-        set_async(ctypes.c_ulong(worker.ident), None)
-
-
-# --------------------------------------------------------------------------
-# Observations: what a function did on one case, as plain data
-# --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Bad:
-    """A returned leaf that is not an array (None, a string, a tracer...)."""
-
-    type: str
-
-
-@dataclass(frozen=True)
-class Node:
-    """A returned container: ``kind`` is "list", "tuple" or "dict"."""
-
-    kind: str
-    items: tuple
-    keys: tuple = ()
-
-
-@dataclass(frozen=True)
-class Observation:
-    """What one call did: a value, an error, a timeout, or nothing.
-
-    ``kind`` is one of "value", "error", "not_attempted", "timeout", "skipped"
-    and "missing". A value is a tree of :class:`Node`, NumPy arrays and
-    :class:`Bad` leaves, so it can be compared and sent between processes.
-    """
-
-    kind: str
-    value: Any = None
-    error: str = ""
-    category: str = ""
-    mutated: int = 0
-    printed: int = 0
-    seconds: float = 0.0
-    echoed: int = 0
-    inputs: tuple = ()
-
-    def to_json(self) -> dict:
-        """Encode as JSON-compatible data (arrays as base64)."""
-        return {
-            "kind": self.kind,
-            "value": _encode(self.value) if self.kind == "value" else None,
-            "error": self.error,
-            "category": self.category,
-            "mutated": self.mutated,
-            "printed": self.printed,
-            "seconds": self.seconds,
-            "echoed": self.echoed,
-            "inputs": [list(shape) for shape in self.inputs],
-        }
-
-    @classmethod
-    def from_json(cls, data: dict) -> Observation:
-        """Decode :meth:`to_json`'s output, strictly (it may come from a learner)."""
-        kind = data["kind"]
-        if kind not in ("value", "error", "not_attempted", "timeout", "skipped",
-                        "missing"):
-            raise ValueError(f"unknown observation kind {kind!r}")
-        return cls(
-            kind=kind,
-            value=_decode(data["value"]) if kind == "value" else None,
-            error=str(data["error"])[:500],
-            category=str(data["category"])[:40],
-            mutated=int(data["mutated"]),
-            printed=int(data["printed"]),
-            seconds=float(data["seconds"]),
-            echoed=int(data.get("echoed", 0)),
-            inputs=tuple(tuple(int(n) for n in shape)
-                         for shape in data.get("inputs", ())[:16]),
-        )
-
-
-def _encode(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return {
-            "t": "a",
-            "dtype": value.dtype.name,
-            "shape": list(value.shape),
-            "data": base64.b64encode(np.ascontiguousarray(value).tobytes()).decode(),
-        }
-    if isinstance(value, Node):
-        return {"t": value.kind, "items": [_encode(v) for v in value.items],
-                "keys": list(value.keys)}
-    return {"t": "bad", "type": value.type}
-
-
-def _decode(data: Any) -> Any:
-    t = data["t"]
-    if t == "a":
-        dtype = np.dtype(data["dtype"])
-        if dtype.kind not in "biufc" and dtype.name != "bfloat16":
-            raise ValueError(f"unexpected dtype {dtype}")
-        shape = tuple(int(s) for s in data["shape"])
-        raw = base64.b64decode(data["data"])
-        return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
-    if t in ("list", "tuple", "dict"):
-        return Node(t, tuple(_decode(v) for v in data["items"]),
-                    tuple(str(k) for k in data["keys"]))
-    if t == "bad":
-        return Bad(str(data["type"])[:60])
-    raise ValueError(f"unexpected value tag {t!r}")
 
 
 def _to_value(out: Any) -> Any:
@@ -463,6 +85,11 @@ class _Sink(io.TextIOBase):
     def write(self, text: str) -> int:
         self.count += len(text)
         return len(text)
+
+
+# --------------------------------------------------------------------------
+# A call as the case asks: plain, jitted, differentiated, vmapped or traced
+# --------------------------------------------------------------------------
 
 
 def _is_traced(arg: Any) -> bool:
@@ -584,6 +211,11 @@ def _closed(
         return out
 
     return on_traced
+
+
+# --------------------------------------------------------------------------
+# Observing one case, then every case
+# --------------------------------------------------------------------------
 
 
 _JIT_ERRORS = (
@@ -725,54 +357,6 @@ def _reset_trace_state() -> None:
         core.reset_trace_state()
 
 
-# --------------------------------------------------------------------------
-# Each case's time limit
-# --------------------------------------------------------------------------
-
-#: A case may run this many times the reference's measured time...
-LIMIT_MARGIN = 4.0
-#: ...plus this many seconds (start-up, a slower or busier machine).
-LIMIT_BASE = 4.0
-
-
-def limit_from_reference(seconds: float) -> float:
-    """Return a case's time limit from the reference's measured time on it.
-
-    ``LIMIT_BASE + LIMIT_MARGIN * seconds``, rounded up to whole seconds: 5 s
-    for a reference that takes a tenth of a second, 10 s for one that takes
-    1.5 s (a first call that compiles a model, say). Only a reference that
-    itself takes longer (launching processes) gets more, so a learner waits
-    about 10 s at most for an answer that never ends.
-    """
-    return float(math.ceil(LIMIT_BASE + LIMIT_MARGIN * max(0.0, seconds)))
-
-
-def case_time_limits(exercise: Exercise) -> list[float]:
-    """Return the time limit of each case of ``exercise``, in seconds.
-
-    The exercise's own ``time_limit`` if it sets one; else each case's limit
-    stored with the reference outputs
-    (:mod:`jaxcourse.exercises.references`, computed by
-    :func:`limit_from_reference` from the reference's measured time when the
-    outputs were written); where none is stored (no fresh store), the case's
-    ``time_limit`` or :data:`DEFAULT_TIME_LIMIT`.
-    """
-    if exercise.time_limit is not None:
-        return [float(exercise.time_limit)] * len(exercise.cases)
-    fallback = [DEFAULT_TIME_LIMIT if c.time_limit is None else float(c.time_limit)
-                for c in exercise.cases]
-    try:
-        from .references import stored_outputs
-
-        stored = stored_outputs(exercise)
-    except Exception:  # a store must never stop a Check
-        stored = None
-    limits = getattr(stored, "limits", None)
-    if not limits or len(limits) != len(fallback):
-        return fallback
-    return [float(s) if s else f for s, f in zip(limits, fallback, strict=True)]
-
-
 def observe_all(
     exercise: Exercise, function: Any, time_limit: float | None = None
 ) -> list[Observation]:
@@ -801,51 +385,3 @@ def observe_all(
             return [Observation("not_attempted")] * len(exercise.cases)
         observations.append(outcome)
     return observations
-
-
-# --------------------------------------------------------------------------
-# Work started ahead of a Check
-# --------------------------------------------------------------------------
-
-#: Set it to ``0`` to start nothing ahead of a Check (:func:`warm_up`).
-WARM_UP_ENV = "JAX_COURSE_WARM_UP"
-
-
-def warm_up(exercise: Exercise) -> list[Any]:
-    """Do now, while the learner reads, what the next Check of ``exercise`` waits for.
-
-    JAX pays once per process for much of what a first Check does besides
-    compiling the learner's own function: importing the parts of itself a
-    function uses, tracing the library functions it calls (``jnp.sum``,
-    ``jax.nn.softplus``: JAX keeps their traces, per shape) and loading their
-    lowering rules. So each case runs the reference once, unjudged, with the
-    case's own inputs, shapes and transform; a learner's answer that calls the
-    same library functions then finds them traced. A case with a ``warm_up``
-    of its own calls that instead (chapter 7's launched cases start their
-    processes, which then wait for the learner's function).
-
-    The exercise's panel calls it when it is shown and after each Check.
-    Never raises (but for the learner's interrupt): whatever fails here, the
-    Check does itself. Nothing runs under the grader, or with
-    :data:`WARM_UP_ENV` set to ``0``.
-
-    Returns
-    -------
-    list
-        What the cases' own ``warm_up`` returned (``None`` where it failed).
-    """
-    from .judging import grading_mode
-
-    if grading_mode() or os.environ.get(WARM_UP_ENV, "1").strip() == "0":
-        return []
-    started = []
-    limits = case_time_limits(exercise)
-    for case, limit in zip(exercise.cases, limits, strict=True):
-        if case.warm_up is None:
-            observe(exercise.reference, case, limit, exercise.compiled_calls)
-            continue
-        try:
-            started.append(case.warm_up(*case.make_inputs(), **case.kwargs))
-        except Exception:  # only the next Check's speed is at stake
-            started.append(None)
-    return started

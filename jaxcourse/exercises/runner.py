@@ -30,8 +30,8 @@ from jaxcourse import compile_cache
 from jaxcourse.course import content_folders
 from jaxcourse.processes import TAG_ENV, end_tree, new_tag
 
-from .judging import GRADING_ENV
 from ..messages import LANGUAGES, message
+from .mode import GRADING_ENV
 from .sandbox import GUARD_ENV
 
 __all__ = [

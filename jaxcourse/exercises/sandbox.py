@@ -257,7 +257,8 @@ def run_submission(notebook: Path, outbox: Path, ids: list[str], modules: list[s
     import nbformat
     from IPython.core.interactiveshell import InteractiveShell
 
-    from .observe import Observation, observe_all
+    from .observation import Observation
+    from .observe import observe_all
     from .registry import get
 
     for name in modules:

@@ -105,7 +105,7 @@ class Case:
     warm_up : callable, optional
         ``warm_up(*args, **kwargs)`` with the case's arguments, when the
         exercise's panel is shown and after each of its Checks
-        (:func:`jaxcourse.exercises.observe.warm_up`): starts, in the
+        (:func:`jaxcourse.exercises.warming.warm_up`): starts, in the
         background, what the case's next run would otherwise wait for (the
         processes of a launched case). It returns at once; its failure only
         means the next run starts from scratch.
@@ -195,7 +195,7 @@ class Exercise:
         Seconds every case may run before it counts as hanging. By default
         each case's limit is chosen from the reference's own measured time on
         it, with a margin (stored with the reference outputs, see
-        :func:`jaxcourse.exercises.observe.case_time_limits`): a few seconds
+        :func:`jaxcourse.exercises.case_limits.case_time_limits`): a few seconds
         for most cases, so an endless answer is stopped soon.
     function_name : str, optional
         The learner's function name; by default the reference's.

@@ -21,12 +21,13 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from .explorer_base import Display
-from .judging import Result, check
 from ..messages import message
-from .observe import warm_up
+from .explorer_base import Display
+from .judging import check
 from .registry import get
+from .result import Result
 from .spec import Exercise
+from .warming import warm_up
 
 __all__ = ["CheckPanel", "check_panel", "checking_html", "hints_html", "result_html",
            "solution_html"]

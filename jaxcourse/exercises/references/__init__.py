@@ -29,7 +29,7 @@ CPU devices as its exercises need, as the grader gives them.
 File format: the first line is a JSON header (``format``, ``fingerprint`` and
 the ``sha256`` of the rest); the rest is JSON, one entry per exercise with a
 ``signature`` of its cases, each case's time limit (``limits``, in seconds:
-:func:`jaxcourse.exercises.observe.limit_from_reference` of the reference's
+:func:`jaxcourse.exercises.case_limits.limit_from_reference` of the reference's
 time on it, measured while the store was computed), the reference's
 observation of each case and each mistake's, one observation per line. An
 entry is ``null`` where a mistake is never looked up (``grad`` and
@@ -53,7 +53,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from ..observe import Observation
+from ..observation import Observation
 from ..spec import Exercise
 
 __all__ = [

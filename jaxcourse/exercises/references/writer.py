@@ -20,8 +20,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..judging import compare
-from ..observe import Observation, limit_from_reference, observe
+from ..case_limits import limit_from_reference
+from ..comparison import compare
+from ..observation import Observation
+from ..observe import observe
 from ..registry import _REGISTRY, exercise_ids, get
 from ..spec import Exercise
 from . import (
@@ -124,7 +126,7 @@ def compute_store(module_name: str) -> str:
     in this process: it must have the devices the exercises need. The
     reference's time on each case (its ``prepare`` excluded, as under a
     Check) gives the case's time limit
-    (:func:`jaxcourse.exercises.observe.limit_from_reference`).
+    (:func:`jaxcourse.exercises.case_limits.limit_from_reference`).
 
     Raises
     ------
@@ -167,8 +169,8 @@ def verify_store(module_name: str) -> dict[str, list[str]]:
     """Recompute every stored output of ``module_name`` here and compare.
 
     Each stored observation must equal a live one, by the case's own
-    comparison (:func:`jaxcourse.exercises.judging.compare`, its tolerances and
-    dtype policy). The fingerprint is not looked at (:func:`stale` does).
+    comparison (:func:`jaxcourse.exercises.comparison.compare`, its tolerances
+    and dtype policy). The fingerprint is not looked at (:func:`stale` does).
 
     Returns
     -------

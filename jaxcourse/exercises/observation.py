@@ -1,0 +1,120 @@
+"""Observations: what a function did on one case, as plain data.
+
+An :class:`Observation` holds a value (a tree of :class:`Node`, NumPy arrays
+and :class:`Bad` leaves), an error, a timeout or nothing, and travels between
+processes as JSON (:meth:`Observation.to_json`): the classroom grader observes
+in a submission's process and judges in its own, and the stored reference
+outputs (:mod:`jaxcourse.exercises.references`) hold observations too.
+Recording one from a call is :mod:`jaxcourse.exercises.observe`'s part.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Bad", "Node", "Observation"]
+
+
+@dataclass(frozen=True)
+class Bad:
+    """A returned leaf that is not an array (None, a string, a tracer...)."""
+
+    type: str
+
+
+@dataclass(frozen=True)
+class Node:
+    """A returned container: ``kind`` is "list", "tuple" or "dict"."""
+
+    kind: str
+    items: tuple
+    keys: tuple = ()
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What one call did: a value, an error, a timeout, or nothing.
+
+    ``kind`` is one of "value", "error", "not_attempted", "timeout", "skipped"
+    and "missing". A value is a tree of :class:`Node`, NumPy arrays and
+    :class:`Bad` leaves, so it can be compared and sent between processes.
+    """
+
+    kind: str
+    value: Any = None
+    error: str = ""
+    category: str = ""
+    mutated: int = 0
+    printed: int = 0
+    seconds: float = 0.0
+    echoed: int = 0
+    inputs: tuple = ()
+
+    def to_json(self) -> dict:
+        """Encode as JSON-compatible data (arrays as base64)."""
+        return {
+            "kind": self.kind,
+            "value": _encode(self.value) if self.kind == "value" else None,
+            "error": self.error,
+            "category": self.category,
+            "mutated": self.mutated,
+            "printed": self.printed,
+            "seconds": self.seconds,
+            "echoed": self.echoed,
+            "inputs": [list(shape) for shape in self.inputs],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> Observation:
+        """Decode :meth:`to_json`'s output, strictly (it may come from a learner)."""
+        kind = data["kind"]
+        if kind not in ("value", "error", "not_attempted", "timeout", "skipped",
+                        "missing"):
+            raise ValueError(f"unknown observation kind {kind!r}")
+        return cls(
+            kind=kind,
+            value=_decode(data["value"]) if kind == "value" else None,
+            error=str(data["error"])[:500],
+            category=str(data["category"])[:40],
+            mutated=int(data["mutated"]),
+            printed=int(data["printed"]),
+            seconds=float(data["seconds"]),
+            echoed=int(data.get("echoed", 0)),
+            inputs=tuple(tuple(int(n) for n in shape)
+                         for shape in data.get("inputs", ())[:16]),
+        )
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return {
+            "t": "a",
+            "dtype": value.dtype.name,
+            "shape": list(value.shape),
+            "data": base64.b64encode(np.ascontiguousarray(value).tobytes()).decode(),
+        }
+    if isinstance(value, Node):
+        return {"t": value.kind, "items": [_encode(v) for v in value.items],
+                "keys": list(value.keys)}
+    return {"t": "bad", "type": value.type}
+
+
+def _decode(data: Any) -> Any:
+    t = data["t"]
+    if t == "a":
+        dtype = np.dtype(data["dtype"])
+        if dtype.kind not in "biufc" and dtype.name != "bfloat16":
+            raise ValueError(f"unexpected dtype {dtype}")
+        shape = tuple(int(s) for s in data["shape"])
+        raw = base64.b64decode(data["data"])
+        return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+    if t in ("list", "tuple", "dict"):
+        return Node(t, tuple(_decode(v) for v in data["items"]),
+                    tuple(str(k) for k in data["keys"]))
+    if t == "bad":
+        return Bad(str(data["type"])[:60])
+    raise ValueError(f"unexpected value tag {t!r}")
