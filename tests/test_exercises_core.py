@@ -24,8 +24,8 @@ from jaxcourse.exercises import (
     warm_up,
 )
 from jaxcourse.exercises.judging import GRADING_ENV
-from jaxcourse.messages import MESSAGES, message
 from jaxcourse.exercises.observe import TimeLimitError, call_with_time_limit
+from jaxcourse.messages import MESSAGES, message
 
 
 def double(x):

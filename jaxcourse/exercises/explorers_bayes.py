@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..bayes import chapter_data, elbo
+from ..messages import message
 from .explorer_base import (
     Explorer,
     LegendEntry,
@@ -32,7 +33,6 @@ from .explorer_base import (
     png_bytes,
     slider_style,
 )
-from ..messages import message
 
 __all__ = [
     "SAMPLE_COUNTS",

@@ -25,6 +25,7 @@ import jax
 import numpy as np
 from jax import lax
 
+from ..messages import MESSAGES, message
 from .explorer_base import (
     Explorer,
     controls_row,
@@ -33,7 +34,6 @@ from .explorer_base import (
     png_bytes,
     slider_style,
 )
-from ..messages import MESSAGES, message
 
 __all__ = [
     "AXES_CHOICES",

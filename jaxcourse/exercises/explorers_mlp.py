@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..messages import message
 from ..mlp import batched_predict, init_params, loss
 from .explorer_base import (
     Explorer,
@@ -29,7 +30,6 @@ from .explorer_base import (
     finish_axes,
     slider_style,
 )
-from ..messages import message
 
 __all__ = [
     "LearningRateExplorer",

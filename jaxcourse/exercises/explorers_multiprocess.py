@@ -19,6 +19,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from ..messages import message
 from .explorer_base import (
     Explorer,
     controls_row,
@@ -27,7 +28,6 @@ from .explorer_base import (
     show_figure,
     slider_style,
 )
-from ..messages import message
 
 __all__ = [
     "BatchSplitExplorer",

@@ -30,6 +30,7 @@ from jaxcourse.collectives import (
     simulate,
 )
 
+from ..messages import message
 from .explorer_base import (
     Explorer,
     controls_row,
@@ -38,7 +39,6 @@ from .explorer_base import (
     slider_style,
 )
 from .explorers_sharding import collectives
-from ..messages import message
 
 __all__ = ["DEVICE_COUNTS", "CollectiveExplorer", "collective_explorer", "describe",
            "example_blocks", "problem"]

@@ -26,8 +26,8 @@ import numpy as np
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from .explorer_base import Explorer, controls_row
 from ..messages import message
+from .explorer_base import Explorer, controls_row
 
 __all__ = [
     "AXES",

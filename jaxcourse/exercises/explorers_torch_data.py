@@ -28,13 +28,13 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 
+from ..messages import message
 from .explorer_base import (
     Explorer,
     figure,
     finish_axes,
     slider_style,
 )
-from ..messages import message
 
 __all__ = [
     "BATCH_SIZES",
