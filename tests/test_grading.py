@@ -3,6 +3,7 @@ left behind, the course unchanged, and a rerun that grades only what changed."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
 import shutil
@@ -127,29 +128,88 @@ def _class(folder: Path, course: Path) -> None:
     (folder / "f_not_notebook.ipynb").write_text('{"hello": "world"}')
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """The class graded once, with what was observed right after."""
-    base = tmp_path_factory.mktemp("class")
+def _course(base: Path, source: Path = ROOT) -> list[Path]:
+    """A copy of the course's code (from ``source``) under ``base``."""
     course = base / "course"
     course.mkdir()
     ignore = shutil.ignore_patterns("*.ipynb", "__pycache__")
     folders = [course / "jaxcourse", course / "solutions"]
     for folder in folders:
-        shutil.copytree(ROOT / folder.name, folder, ignore=ignore)
+        shutil.copytree(source / folder.name, folder, ignore=ignore)
+    return folders
+
+
+def _grade_on_slurm(base: Path, folders: list[Path]) -> dict:
+    """The class written under ``base``, graded as a Slurm job array."""
+    submissions = base / "submissions"
+    submissions.mkdir()
+    _class(submissions, folders[0].parent)
+    started = time.perf_counter()
+    # Four tasks of four submissions, two at a time: like jobs=2 locally.
+    rows = grading.grade([submissions], chapter=CHAPTER, exercises=IDS,
+                         timeout=TIMEOUT, case_time_limit=10, memory_mb=3000,
+                         out_dir=base / "out", course=folders, slurm=True,
+                         slurm_chunk=4, slurm_parallel=2)
+    seconds = time.perf_counter() - started
+    return {"rows": rows, "out": base / "out", "seconds": seconds,
+            "folders": folders, "submissions": submissions}
+
+
+def _after_slurm(result: dict) -> dict:
+    """What is left once the Slurm grading (and any other) has ended."""
+    queue = slurm._run(["squeue", "-h", "-o", "%i"]).stdout.split()
+    task = "jaxcourse.exercises.grading_slurm"
+    tasks = [p.pid for p in psutil.process_iter(["cmdline"])
+             if task in " ".join(p.info["cmdline"] or [])]
+    return {**result, "leftover": _sleepers() + tasks, "queue": queue}
+
+
+def _cluster_for_slurm_tests(request: pytest.FixtureRequest) -> bool:
+    """Whether the Slurm tests will run, with the course's cluster up for them."""
+    if slurm.unavailable_reason() is not None or not any(
+            getattr(item, "cls", None) is TestGradingOnSlurm
+            for item in request.session.items):
+        return False
+    try:
+        request.getfixturevalue("slurm_cluster")
+    except (Exception, pytest.skip.Exception):
+        return False  # the Slurm tests report it; the local ones go on
+    return True
+
+
+@pytest.fixture(scope="module")
+def graded(request: pytest.FixtureRequest,
+           tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The class graded once, with what was observed right after.
+
+    When the Slurm tests run too, the same class is graded on Slurm at the
+    same time, against a course copy of its own (each grader blames the
+    course's changes on its own submissions). Most of either run is the
+    endless submission asleep until its time limit, twice (once more alone,
+    after a course change while it ran): the two runs overlap those waits.
+    """
+    base = tmp_path_factory.mktemp("class")
+    folders = _course(base)
     before = _fingerprint(folders)
     submissions = base / "submissions"
     submissions.mkdir()
-    _class(submissions, course)
+    _class(submissions, folders[0].parent)
     out = base / "out"
-    started = time.perf_counter()
-    rows = grading.grade([submissions], chapter=CHAPTER, exercises=IDS,
-                         timeout=TIMEOUT, case_time_limit=10, memory_mb=3000,
-                         jobs=2, out_dir=out, course=folders)
-    seconds = time.perf_counter() - started
+    on_slurm = None
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        if _cluster_for_slurm_tests(request):
+            slurm_base = tmp_path_factory.mktemp("slurm-class")
+            slurm_course = _course(slurm_base, folders[0].parent)
+            on_slurm = pool.submit(_grade_on_slurm, slurm_base, slurm_course)
+        started = time.perf_counter()
+        rows = grading.grade([submissions], chapter=CHAPTER, exercises=IDS,
+                             timeout=TIMEOUT, case_time_limit=10, memory_mb=3000,
+                             jobs=2, out_dir=out, course=folders)
+        seconds = time.perf_counter() - started
+    # (Leaving the pool waited for the Slurm run: its sleepers count too.)
     return {"rows": rows, "out": out, "submissions": submissions,
             "folders": folders, "before": before, "seconds": seconds,
-            "leftover": _sleepers()}
+            "leftover": _sleepers(), "on_slurm": on_slurm}
 
 
 @pytest.mark.slow
@@ -242,25 +302,10 @@ class TestGradingAClass:
 @pytest.fixture(scope="module")
 def slurm_graded(graded, slurm_cluster, tmp_path_factory) -> dict:  # noqa: F811
     """The same class, graded as a Slurm job array on the course's cluster."""
+    if graded["on_slurm"] is not None:  # graded beside the local run
+        return _after_slurm(graded["on_slurm"].result())
     base = tmp_path_factory.mktemp("slurm-class")
-    submissions = base / "submissions"
-    submissions.mkdir()
-    folders = graded["folders"]
-    _class(submissions, folders[0].parent)
-    started = time.perf_counter()
-    # Four tasks of four submissions, two at a time: like jobs=2 locally.
-    rows = grading.grade([submissions], chapter=CHAPTER, exercises=IDS,
-                         timeout=TIMEOUT, case_time_limit=10, memory_mb=3000,
-                         out_dir=base / "out", course=folders, slurm=True,
-                         slurm_chunk=4, slurm_parallel=2)
-    seconds = time.perf_counter() - started
-    queue = slurm._run(["squeue", "-h", "-o", "%i"]).stdout.split()
-    task = "jaxcourse.exercises.grading_slurm"
-    tasks = [p.pid for p in psutil.process_iter(["cmdline"])
-             if task in " ".join(p.info["cmdline"] or [])]
-    return {"rows": rows, "out": base / "out", "seconds": seconds,
-            "leftover": _sleepers() + tasks, "queue": queue,
-            "folders": folders, "submissions": submissions}
+    return _after_slurm(_grade_on_slurm(base, graded["folders"]))
 
 
 def _same(row) -> tuple:

@@ -40,9 +40,15 @@ from pathlib import Path
 from jaxcourse import slurm
 from jaxcourse.processes import become_subreaper
 
-from .judging import reference_observations
 from ..messages import message
-from .registry import get
+from .grading_local import (
+    _grade_all,
+    _row,
+    expected_outputs,
+    sandbox_modules,
+    use_devices,
+)
+from .grading_rows import SubmissionResult
 from .runner import Course, Settings, default_course, run_one, text
 
 __all__ = ["earlier_rows", "grade_on_slurm", "main"]
@@ -115,8 +121,6 @@ def grade_on_slurm(
     finish : callable
         Called with ``(name, SubmissionResult)`` for every row.
     """
-    from .grading import SubmissionResult, _grade_all
-
     folders = [Path(f).resolve() for f in (course or default_course())]
     work = out_dir.resolve() / "slurm" / time.strftime("%Y%m%dT%H%M%S")
     work.mkdir(parents=True, exist_ok=True)
@@ -235,20 +239,11 @@ def earlier_rows(out_dir: Path, ids: list[str]) -> dict[str, dict]:
 
 def _task(spec_file: Path, index: int) -> int:
     """Grade one chunk inside an array task; append its rows to the task's file."""
-    from jaxcourse.course import topic as course_topic
-
-    from .grading import _row
-
     spec = json.loads(spec_file.read_text(encoding="utf-8"))
     work = spec_file.parent
     ids = spec["ids"]
-    needed = max((get(i).devices for i in ids), default=1)
-    if needed > 1:
-        from jaxcourse.devices import use_cpu_devices
-
-        use_cpu_devices(needed)
-    expected = {i: reference_observations(get(i)) for i in ids}
-    topics = sorted({course_topic(i.split(".", 1)[0]).module for i in ids})
+    use_devices(ids)
+    expected = expected_outputs(ids)
     course = Course([Path(f) for f in spec["course"]])
     _load_snapshot(course, work / "course")
     rows_file = work / f"rows-{index}.jsonl"
@@ -256,7 +251,7 @@ def _task(spec_file: Path, index: int) -> int:
     become_subreaper()
     with tempfile.TemporaryDirectory(prefix="jaxcourse-grade-") as root:
         settings = Settings(
-            ids=ids, modules=["jax", "numpy", *topics], timeout=spec["timeout"],
+            ids=ids, modules=sandbox_modules(ids), timeout=spec["timeout"],
             memory_mb=spec["memory_mb"], case_limit=spec["case_limit"],
             root=Path(root), private=[Path(p) for p in spec["private"]],
             course=course, language=spec["language"], backup=Path(spec["backup"]),

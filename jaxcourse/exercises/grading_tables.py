@@ -1,0 +1,114 @@
+"""The grader's output for people: the tables, each learner's feedback, a summary.
+
+From a class's rows (:class:`~jaxcourse.exercises.grading_rows.SubmissionResult`):
+``grades.csv`` and ``grades.json`` (submission x exercise -> score), one
+Markdown file of feedback per learner in the exercises' language, and the
+plain-text table that ``python -m jaxcourse.exercises.grading`` prints.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from .grading_rows import SubmissionResult
+from .registry import get
+from .runner import text
+
+__all__ = [
+    "feedback_text",
+    "print_summary",
+    "summary_text",
+    "write_feedback",
+    "write_tables",
+]
+
+
+def write_tables(rows: Sequence[SubmissionResult], out_dir: str | os.PathLike[str],
+                 stem: str = "grades") -> tuple[Path, Path]:
+    """Write ``<stem>.csv`` and ``<stem>.json`` (submission × exercise → score)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    ids = list(rows[0].scores) if rows else []
+    csv_path, json_path = out / f"{stem}.csv", out / f"{stem}.json"
+    with open(csv_path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["submission", *ids, "total", "status", "reason"])
+        for row in rows:
+            writer.writerow([row.submission, *(f"{row.scores[i]:g}" for i in ids),
+                             f"{row.total:g}", row.status, row.reason])
+    json_path.write_text(
+        json.dumps({"exercises": ids, "submissions": [r.to_dict() for r in rows]},
+                   indent=2, ensure_ascii=False) + "\n",
+        encoding="utf-8",
+    )
+    return csv_path, json_path
+
+
+def feedback_text(row: SubmissionResult) -> str:
+    """Return the Markdown feedback for one learner, in the exercises' language."""
+    ids = list(row.scores)
+    language = get(ids[0]).language if ids else "en"
+    lines = [f"# {text('feedback_title', language, name=row.submission)}", "",
+             f"- {text('status', language, status=row.status)}",
+             f"- {text('score', language, total=row.total, count=len(ids))}"]
+    if row.reason:
+        lines.append(f"- {row.reason}")
+    for exercise_id in ids:
+        score = row.scores[exercise_id]
+        lines += ["", f"## {text('exercise', language, id=exercise_id, score=score)}",
+                  ""]
+        lines += [f"- {text}" for text in row.feedback.get(exercise_id, [])]
+    return "\n".join(lines) + "\n"
+
+
+def write_feedback(rows: Sequence[SubmissionResult],
+                   out_dir: str | os.PathLike[str]) -> list[Path]:
+    """Write ``feedback/<submission>.md`` for every row; return the paths."""
+    folder = Path(out_dir) / "feedback"
+    written = []
+    for row in rows:
+        path = folder / f"{row.submission.replace('/', '__')}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(feedback_text(row), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def summary_text(rows: Sequence[SubmissionResult]) -> str:
+    """Return a plain-text table of the scores, then the reasons.
+
+    Every column is as wide as its heading, so scores stay under long
+    exercise names; a topic prefix that every id shares (``bayes.``) is
+    said once above the table instead of in every heading.
+    """
+    if not rows:
+        return "no submissions"
+    ids = list(rows[0].scores)
+    topics = {i.split(".", 1)[0] for i in ids}
+    one_topic = len(topics) == 1 and all("." in i for i in ids)
+    shared = f"{topics.pop()}." if one_topic else ""
+    heads = [i[len(shared):] for i in ids]
+    widths = [max(6, len(h)) for h in heads]
+    width = max(10, *(len(r.submission) for r in rows))
+    lines = [f"exercises: {shared}<name>"] if shared else []
+    lines.append(f"{'submission':<{width}}  "
+                 + "  ".join(f"{h:>{w}}" for h, w in zip(heads, widths, strict=True))
+                 + f"  {'total':>6}  status")
+    for row in rows:
+        cells = "  ".join(f"{row.scores[i]:>{w}.2f}"
+                          for i, w in zip(ids, widths, strict=True))
+        lines.append(f"{row.submission:<{width}}  {cells}  {row.total:>6.2f}  "
+                     f"{row.status}")
+    reasons = [f"  {r.submission}: {r.reason}" for r in rows if r.reason]
+    if reasons:
+        lines += ["", "reasons:", *reasons]
+    return "\n".join(lines)
+
+
+def print_summary(rows: Sequence[SubmissionResult]) -> None:
+    """Print :func:`summary_text`."""
+    print(summary_text(rows))
