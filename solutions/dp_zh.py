@@ -16,8 +16,11 @@ Nothing here touches a device at import time, so importing this module is safe
 in a process with one device.
 
 The chapter's model (a 784 → 512 → 10 MLP with swish, parameters as a list of
-``{"w", "b"}`` dicts) is defined here too, so the exercise notebook and the
-checks train exactly the same thing; the checks use smaller layer sizes.
+``{"w", "b"}`` dicts) is importable from here too (the exercise notebook
+imports ``loss_fn``), so the notebook and the checks train exactly the same
+thing; the checks use smaller layer sizes. The model, the cases' inputs and
+the tolerances are :mod:`solutions.dp_zh_checks`'s part; the longer known
+wrong answers are made by :mod:`solutions.dp_zh_mistakes`.
 """
 
 from __future__ import annotations
@@ -29,58 +32,34 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxcourse.exercises import Case, Exercise, Mistake, register
 from jaxcourse.exercises.editions import edition, read_texts
-from jaxcourse.numerics import sum_tolerance
-from solutions.shard_map_checks import has_shard_map
+from solutions import dp_zh_mistakes as wrong
+from solutions.dp_zh_checks import (
+    GRADIENT_TERMS,
+    NUM_CLASSES,
+    NUM_DEVICES,
+    batched_predict,
+    blocks,
+    data_mesh,
+    grads_inputs,
+    grid_on_mesh,
+    init_params,
+    loss_fn,
+    normalize_tolerance,
+    np_params,
+    positive_grid,
+    predict,
+    step_inputs,
+    step_tolerance,
+    uses_shard_map,
+    values,
+    with_devices,
+)
 
 CHAPTER = "08_dp_zh"
-NUM_DEVICES = 8
-NUM_CLASSES = 10
-
-
-# --------------------------------------------------------------------------
-# 本章的模型（不是練習題，練習題會用到它）
-# --------------------------------------------------------------------------
-
-
-def init_params(key, sizes):
-    """He 初始化的 MLP 參數：每層一個 {"w": (n_in, n_out), "b": (n_out,)}."""
-    params = []
-    for n_in, n_out in zip(sizes[:-1], sizes[1:], strict=True):
-        key, subkey = jax.random.split(key)
-        w = jax.random.normal(subkey, (n_in, n_out)) * jnp.sqrt(2.0 / n_in)
-        params.append({"w": w, "b": jnp.zeros(n_out)})
-    return params
-
-
-def predict(params, image):
-    """一張影像 (n_in,) -> NUM_CLASSES 個 logits；隱藏層用 swish."""
-    x = image
-    for layer in params[:-1]:
-        x = jax.nn.swish(x @ layer["w"] + layer["b"])
-    return x @ params[-1]["w"] + params[-1]["b"]
-
-
-batched_predict = jax.vmap(predict, in_axes=(None, 0))
-
-
-def loss_fn(params, images, labels):
-    """交叉熵：整數標籤轉成 one-hot，再與 log-softmax 相乘後取平均."""
-    log_probs = jax.nn.log_softmax(batched_predict(params, images))
-    return -jnp.mean(jnp.sum(jax.nn.one_hot(labels, NUM_CLASSES) * log_probs, axis=-1))
-
-
-def data_mesh() -> jax.sharding.Mesh:
-    """8 臺裝置排成一列、軸名稱為 "batch" 的網格（本章的 `mesh`），Auto 模式.
-
-    不叫 ``make_mesh``：課程規定每個名為 ``*make_mesh`` 的呼叫都要寫明
-    ``axis_types``，而這個函式已經替呼叫者選好了 Auto。
-    """
-    return jax.make_mesh((NUM_DEVICES,), ("batch",), axis_types=(AxisType.Auto,))
 
 
 # --------------------------------------------------------------------------
@@ -157,167 +136,6 @@ def shard_map_normalize(grid, mesh):
     return normalize_block(grid)
 
 
-# --------------------------------------------------------------------------
-# 檢查規格：輸入都有固定的種子，回饋可以重現
-# --------------------------------------------------------------------------
-
-
-def _device_count(out) -> np.ndarray:
-    leaves = jax.tree.leaves(out)
-    counts = [len(getattr(leaf, "sharding", None).device_set)
-              if isinstance(leaf, jax.Array) else 1 for leaf in leaves]
-    return np.array(counts, np.int32)
-
-
-def _with_devices(out):
-    """比較數值，也比較結果分布在幾臺裝置上（沒有用 pmap 的答案只在 1 臺上）."""
-    return out, _device_count(out)
-
-
-def _positive_grid(rows: int, cols: int):
-    return lambda rng: (rng.uniform(0.5, 2.0, size=(rows, cols)).astype(np.float32),)
-
-
-def _grid_on_mesh(rows: int, cols: int, mesh_shape: tuple[int, int]):
-    """(grid, mesh)：grid 依 P("i", "j") 分片在 mesh_shape 的網格上."""
-
-    def make(rng: np.random.Generator) -> tuple:
-        mesh = jax.make_mesh(mesh_shape, ("i", "j"),
-                             axis_types=(AxisType.Explicit, AxisType.Explicit))
-        grid = rng.uniform(0.5, 2.0, size=(rows, cols)).astype(np.float32)
-        return jax.device_put(grid, NamedSharding(mesh, P("i", "j"))), mesh
-
-    return make
-
-
-def _values(out):
-    return np.asarray(out)
-
-
-def _blocks(out):
-    """每臺裝置（依 id 排序）拿到結果的哪一塊：每一維的起點與終點."""
-    if not isinstance(out, jax.Array):
-        raise TypeError(f"回傳的是 {type(out).__name__}，不是分片在網格上的 jax.Array")
-    index_map = out.sharding.devices_indices_map(out.shape)
-    blocks = [[s.indices(n)[:2] for s, n in zip(index_map[d], out.shape, strict=True)]
-              for d in sorted(index_map, key=lambda d: d.id)]
-    return np.array(blocks, np.int32)
-
-
-def _blocks_with(per_block):
-    def shard_map_normalize(grid, mesh):
-        return jax.jit(jax.shard_map(per_block, mesh=mesh, in_specs=P("i", "j"),
-                                     out_specs=P("i", "j")))(grid)
-
-    return shard_map_normalize
-
-
-def _uses_shard_map(function, grid, mesh) -> dict:
-    """Runner：函式的程式裡有沒有 jax.shard_map（1 或 0）.
-
-    grid / grid.sum() 在分片的 grid 上也會算出對的值（編譯器自己切分、自己加總），
-    但這道練習要的是逐裝置的程式和它的 psum。
-    """
-    try:
-        found = has_shard_map(jax.make_jaxpr(lambda g: function(g, mesh))(grid).jaxpr)
-    except Exception:  # noqa: BLE001  只能在 jit 之外執行（例如 jax.set_mesh）：不算錯
-        found = True
-    return {"shard_map": np.array(int(found), np.int32)}
-
-
-def _np_params(rng: np.random.Generator, sizes: list[int]) -> list[dict]:
-    return [
-        {"w": (rng.normal(size=(n_in, n_out)) * np.sqrt(2.0 / n_in)).astype(np.float32),
-         "b": (0.1 * rng.normal(size=n_out)).astype(np.float32)}
-        for n_in, n_out in zip(sizes[:-1], sizes[1:], strict=True)
-    ]
-
-
-def _np_batch(rng: np.random.Generator, n: int, n_in: int):
-    images = rng.uniform(0.0, 1.0, size=(n, n_in)).astype(np.float32)
-    labels = rng.integers(0, NUM_CLASSES, size=n).astype(np.int32)
-    return images, labels
-
-
-#: 梯度各項大小的上界：把反向傳播換成絕對值（|p - t| 經過 |W| 與 |激活值|）。
-#: 各案例的抽樣最多 5.0；每個案例換 200 個種子，最多 8.7。
-GRADIENT_TERMS = 10.0
-
-
-def _step_tolerance(sizes: list[int], global_batch: int, step_size: float) -> dict:
-    """兩次 float32 計算的一步 SGD（只比梯度時 step_size 為 1）可以差多少.
-
-    梯度串起每一層寬度的和（正向一次、反向一次），再加上全域批次的和（先在裝置上、
-    再跨裝置，合起來仍是 global_batch 項的和，怎麼分都一樣）：一階近似下與精確值差在
-    gamma_n 之內（n = 2 sum(sizes) + global_batch），相對於各項的大小（GRADIENT_TERMS
-    以內）；兩次計算最多差兩倍，再乘上步長。logit 的捨入經由 softmax 造成的誤差不計：
-    一階的上界可以更大，但實際的捨入遠遠不到（實測誤差不到這個界的十分之一）。損失和
-    第 7 章一樣，取相對於損失本身的 2 gamma_n（rtol），它也涵蓋 p - step_size * g
-    最後那一次捨入。
-    """
-    tolerance = 2 * sum_tolerance(2 * sum(sizes) + global_batch)
-    return {"rtol": tolerance, "atol": tolerance * step_size * GRADIENT_TERMS}
-
-
-def _normalize_tolerance(size: int) -> dict:
-    """把 size 個正數各除以它們的和：兩次 float32 計算可以差多少.
-
-    正數相加沒有相消，任何順序的和都在精確值的 gamma_size 之內（相對於和本身），除法
-    再捨入一次；兩次計算最多差兩倍。
-    """
-    return {"rtol": 2 * sum_tolerance(size + 1), "atol": 0.0}
-
-
-def _step_inputs(sizes: list[int], per_device: int, step_size: float):
-    def make(rng: np.random.Generator) -> tuple:
-        params = _np_params(rng, sizes)
-        images, labels = _np_batch(rng, NUM_DEVICES * per_device, sizes[0])
-        stacked = [{k: np.stack([v] * NUM_DEVICES) for k, v in layer.items()}
-                   for layer in params]
-        return (stacked, images.reshape(NUM_DEVICES, per_device, -1),
-                labels.reshape(NUM_DEVICES, per_device), step_size)
-
-    return make
-
-
-def _grads_inputs(sizes: list[int], global_batch: int):
-    def make(rng: np.random.Generator) -> tuple:
-        params = _np_params(rng, sizes)
-        images, labels = _np_batch(rng, global_batch, sizes[0])
-        return params, images, labels
-
-    return make
-
-
-# 常見的錯誤答案（Mistake 用它們的輸出辨認學習者的錯誤）
-
-
-def _pmap_vmap(per_element, outer="i", inner="j"):
-    return lambda grid: jax.pmap(jax.vmap(per_element, axis_name=inner),
-                                 axis_name=outer)(grid)
-
-
-def _pmap_step_with(reduce_grads, reduce_loss=True):
-    @functools.partial(jax.pmap, axis_name="batch", in_axes=(0, 0, 0, None))
-    def step(params, images, labels, step_size):
-        loss, grads = jax.value_and_grad(loss_fn)(params, images, labels)
-        grads = reduce_grads(grads)
-        if reduce_loss:
-            loss = lax.pmean(loss, "batch")
-        return jax.tree.map(lambda p, g: p - step_size * g, params, grads), loss
-
-    return step
-
-
-def _shard_map_grads(per_device):
-    def grads(params, images, labels):
-        return jax.jit(jax.shard_map(per_device, mesh=data_mesh(),
-                                     in_specs=(P(), P("batch"), P("batch")),
-                                     out_specs=P()))(params, images, labels)
-
-    return grads
-
-
 EXERCISES = register(
     Exercise(
         id="dp_zh.global_normalize",
@@ -329,16 +147,16 @@ EXERCISES = register(
         cases=[
             Case("global_normalize(grid)，grid = arange(200) 排成 (8, 25)",
                  lambda rng: (np.arange(200, dtype=np.float32).reshape(8, 25),),
-                 extract=_with_devices, **_normalize_tolerance(200)),
+                 extract=with_devices, **normalize_tolerance(200)),
             Case("global_normalize(grid)，grid 為 (8, 3) 的隨機正數",
-                 _positive_grid(8, 3), extract=_with_devices,
-                 **_normalize_tolerance(24)),
+                 positive_grid(8, 3), extract=with_devices,
+                 **normalize_tolerance(24)),
             Case("global_normalize(grid)，grid 為 (8, 16) 的隨機正數",
-                 _positive_grid(8, 16), seed=1, extract=_with_devices,
-                 **_normalize_tolerance(128)),
+                 positive_grid(8, 16), seed=1, extract=with_devices,
+                 **normalize_tolerance(128)),
             Case("global_normalize(grid)，grid 為 (8, 1)：每臺裝置只有一個數",
-                 _positive_grid(8, 1), seed=2, extract=_with_devices,
-                 **_normalize_tolerance(8)),
+                 positive_grid(8, 1), seed=2, extract=with_devices,
+                 **normalize_tolerance(8)),
         ],
         hints=[
             "外層 jax.pmap(..., axis_name=\"i\") 把 8 列分給 8 臺裝置，"
@@ -352,17 +170,17 @@ EXERCISES = register(
         mistakes=[
             Mistake("只跨內層的 \"j\" 求和：每一列各自正規化，而不是全域正規化。"
                     "psum 要同時跨 (\"i\", \"j\")",
-                    _pmap_vmap(lambda x: x / lax.psum(x, "j"))),
+                    wrong.pmap_vmap(lambda x: x / lax.psum(x, "j"))),
             Mistake("只跨外層的 \"i\" 求和：每一行（同一個位置、不同裝置）各自正規化。"
                     "psum 要同時跨 (\"i\", \"j\")",
-                    _pmap_vmap(lambda x: x / lax.psum(x, "i"))),
+                    wrong.pmap_vmap(lambda x: x / lax.psum(x, "i"))),
             Mistake("每個數都只除以了自己（得到 1；0 / 0 得到 NaN）："
                     "被對映的函式只看見一個數，jnp.sum 或不求和都一樣；"
                     "請用 lax.psum 跨具名軸求和",
-                    _pmap_vmap(lambda x: x / x)),
+                    wrong.pmap_vmap(lambda x: x / x)),
             Mistake("差了一個倍數：lax.pmean 是平均，不是總和；"
                     "正規化要除以 lax.psum",
-                    _pmap_vmap(lambda x: x / lax.pmean(x, ("i", "j")))),
+                    wrong.pmap_vmap(lambda x: x / lax.pmean(x, ("i", "j")))),
             Mistake("數值對了，但結果只在 1 臺裝置上：請用 jax.pmap "
                     "把 8 列分給 8 臺裝置（內層用 jax.vmap），"
                     "而不是直接 grid / grid.sum()",
@@ -419,15 +237,15 @@ EXERCISES = register(
         reference=replicate,
         cases=[
             Case("replicate 一個 [6, 5, 3] MLP 的參數到 8 臺裝置",
-                 lambda rng: (_np_params(rng, [6, 5, 3]), 8)),
+                 lambda rng: (np_params(rng, [6, 5, 3]), 8)),
             Case("replicate 到 4 臺裝置：不要寫死 8",
-                 lambda rng: (_np_params(rng, [4, 3]), 4), seed=1),
+                 lambda rng: (np_params(rng, [4, 3]), 4), seed=1),
             Case("replicate 保留每個葉節點的 dtype（int32 的計數器、float32 的權重）",
                  lambda rng: ({"count": np.array(3, np.int32),
                                "w": rng.normal(size=(2, 3)).astype(np.float32)}, 8),
                  seed=2),
             Case("jax.jit 之下（num_devices 是靜態的）",
-                 lambda rng: (_np_params(rng, [6, 5, 3]), 8), seed=3,
+                 lambda rng: (np_params(rng, [6, 5, 3]), 8), seed=3,
                  transform="jit"),
         ],
         hints=[
@@ -457,14 +275,14 @@ EXERCISES = register(
         reference=pmap_step,
         cases=[
             Case("pmap_step：[20, 16, 10] 的 MLP，8 臺裝置 × 每臺 4 筆，step_size 0.5",
-                 _step_inputs([20, 16, 10], 4, 0.5),
-                 **_step_tolerance([20, 16, 10], 32, 0.5)),
+                 step_inputs([20, 16, 10], 4, 0.5),
+                 **step_tolerance([20, 16, 10], 32, 0.5)),
             Case("pmap_step 使用 step_size 引數（0.1，另一組資料）",
-                 _step_inputs([20, 16, 10], 4, 0.1), seed=1,
-                 **_step_tolerance([20, 16, 10], 32, 0.1)),
+                 step_inputs([20, 16, 10], 4, 0.1), seed=1,
+                 **step_tolerance([20, 16, 10], 32, 0.1)),
             Case("pmap_step：[784, 32, 10] 的 MLP，8 臺裝置 × 每臺 8 筆，step_size 0.5",
-                 _step_inputs([784, 32, 10], 8, 0.5), seed=2,
-                 **_step_tolerance([784, 32, 10], 64, 0.5)),
+                 step_inputs([784, 32, 10], 8, 0.5), seed=2,
+                 **step_tolerance([784, 32, 10], 64, 0.5)),
         ],
         hints=[
             "每臺裝置先用 jax.value_and_grad(loss_fn) 算出自己那一片資料上的"
@@ -478,17 +296,17 @@ EXERCISES = register(
         mistakes=[
             Mistake("更新幅度是正確的 8 倍：lax.psum 把 8 份梯度加總，"
                     "資料平行要的是平均 lax.pmean",
-                    _pmap_step_with(lambda g: lax.psum(g, "batch"))),
+                    wrong.pmap_step_with(lambda g: lax.psum(g, "batch"))),
             Mistake("各裝置的參數不一樣了：每臺裝置只用了自己的區域梯度"
                     "（在 pmap 裡對 pmean 之後的損失微分也是如此，pmap 不會像 "
                     "shard_map 那樣自動加總）。請用 lax.pmean(grads, \"batch\") "
                     "平均梯度，參數副本才會一致",
-                    _pmap_step_with(lambda g: g)),
+                    wrong.pmap_step_with(lambda g: g)),
             Mistake("參數對了，但各裝置回報的損失不同：損失也要 lax.pmean",
-                    _pmap_step_with(lambda g: lax.pmean(g, "batch"),
+                    wrong.pmap_step_with(lambda g: lax.pmean(g, "batch"),
                                     reduce_loss=False)),
             Mistake("梯度下降要減去梯度（p - step_size * g），不是加上",
-                    _pmap_step_with(lambda g: jax.tree.map(
+                    wrong.pmap_step_with(lambda g: jax.tree.map(
                         lambda x: -x, lax.pmean(g, "batch")))),
         ],
     ),
@@ -501,14 +319,14 @@ EXERCISES = register(
         reference=data_parallel_grads,
         cases=[
             Case("[20, 16, 10] 的 MLP，全域批次 32 筆（8 臺 × 4 筆）",
-                 _grads_inputs([20, 16, 10], 32), extract=_with_devices,
-                 **_step_tolerance([20, 16, 10], 32, 1.0)),
+                 grads_inputs([20, 16, 10], 32), extract=with_devices,
+                 **step_tolerance([20, 16, 10], 32, 1.0)),
             Case("[784, 32, 10] 的 MLP，全域批次 64 筆",
-                 _grads_inputs([784, 32, 10], 64), seed=1, extract=_with_devices,
-                 **_step_tolerance([784, 32, 10], 64, 1.0)),
+                 grads_inputs([784, 32, 10], 64), seed=1, extract=with_devices,
+                 **step_tolerance([784, 32, 10], 64, 1.0)),
             Case("jax.jit 之下：[20, 16, 10] 的 MLP，全域批次 16 筆",
-                 _grads_inputs([20, 16, 10], 16), seed=2, transform="jit",
-                 extract=_with_devices, **_step_tolerance([20, 16, 10], 16, 1.0)),
+                 grads_inputs([20, 16, 10], 16), seed=2, transform="jit",
+                 extract=with_devices, **step_tolerance([20, 16, 10], 16, 1.0)),
         ],
         hints=[
             "先決定三個輸入與輸出的分片規格：參數在每臺裝置上都是完整的一份，"
@@ -523,12 +341,12 @@ EXERCISES = register(
         mistakes=[
             Mistake("梯度是正確值的 8 倍：shard_map 已自動把複製參數的梯度加總，"
                     "之後再 pmean 也不會變。請對 pmean 之後的全域損失微分",
-                    _shard_map_grads(
+                    wrong.shard_map_grads(
                         lambda p, x, y: lax.pmean(jax.grad(loss_fn)(p, x, y),
                                                   "batch"))),
             Mistake("梯度是正確值的 64 倍：自動加總之後又 psum 了一次。"
                     "請對 pmean 之後的全域損失微分",
-                    _shard_map_grads(
+                    wrong.shard_map_grads(
                         lambda p, x, y: lax.psum(jax.grad(loss_fn)(p, x, y),
                                                  "batch"))),
             Mistake("數值對了，但梯度只在 1 臺裝置上算：請用 jax.shard_map "
@@ -545,24 +363,24 @@ EXERCISES = register(
         reference=shard_map_normalize,
         cases=[
             Case("(8, 6) 的 grid 依 P(\"i\", \"j\") 分片在 4 × 2 的網格上：數值",
-                 _grid_on_mesh(8, 6, (4, 2)), extract=_values,
-                 **_normalize_tolerance(48)),
+                 grid_on_mesh(8, 6, (4, 2)), extract=values,
+                 **normalize_tolerance(48)),
             Case("(4, 12) 的 grid 分片在 2 × 4 的網格上：數值",
-                 _grid_on_mesh(4, 12, (2, 4)), seed=1, extract=_values,
-                 **_normalize_tolerance(48)),
+                 grid_on_mesh(4, 12, (2, 4)), seed=1, extract=values,
+                 **normalize_tolerance(48)),
             Case("(8, 2) 的 grid 分片在 8 × 1 的網格上：數值",
-                 _grid_on_mesh(8, 2, (8, 1)), seed=2, extract=_values,
-                 **_normalize_tolerance(16)),
+                 grid_on_mesh(8, 2, (8, 1)), seed=2, extract=values,
+                 **normalize_tolerance(16)),
             Case("(4, 50) 的 grid 分片在 4 × 2 的網格上（本章的例子）：數值",
-                 _grid_on_mesh(4, 50, (4, 2)), seed=3, extract=_values,
-                 **_normalize_tolerance(200)),
+                 grid_on_mesh(4, 50, (4, 2)), seed=3, extract=values,
+                 **normalize_tolerance(200)),
             Case("4 × 2 的網格上，結果和 grid 一樣依 P(\"i\", \"j\") 分片"
                  "（比較每臺裝置拿到的那一塊）",
-                 _grid_on_mesh(8, 6, (4, 2)), extract=_blocks),
+                 grid_on_mesh(8, 6, (4, 2)), extract=blocks),
             Case("函式用 jax.shard_map 寫出逐裝置的程式（在它的 jaxpr 裡找 shard_map）",
-                 _grid_on_mesh(8, 6, (4, 2)), runner=_uses_shard_map),
+                 grid_on_mesh(8, 6, (4, 2)), runner=uses_shard_map),
             Case("2 × 4 的網格上，結果和 grid 一樣分片（比較每臺裝置拿到的那一塊）",
-                 _grid_on_mesh(4, 12, (2, 4)), seed=1, extract=_blocks),
+                 grid_on_mesh(4, 12, (2, 4)), seed=1, extract=blocks),
         ],
         hints=[
             "每臺裝置上的函式只看見自己的一塊（block）。先想清楚：要除的是"
@@ -574,19 +392,19 @@ EXERCISES = register(
         mistakes=[
             Mistake("只跨 \"i\" 求和：同一欄（\"j\" 相同）的幾塊各自正規化，"
                     "而不是全域正規化。psum 要同時跨 (\"i\", \"j\")",
-                    _blocks_with(lambda b: b / lax.psum(jnp.sum(b), "i"))),
+                    wrong.blocks_with(lambda b: b / lax.psum(jnp.sum(b), "i"))),
             Mistake("只跨 \"j\" 求和：同一列（\"i\" 相同）的幾塊各自正規化，"
                     "而不是全域正規化。psum 要同時跨 (\"i\", \"j\")",
-                    _blocks_with(lambda b: b / lax.psum(jnp.sum(b), "j"))),
+                    wrong.blocks_with(lambda b: b / lax.psum(jnp.sum(b), "j"))),
             Mistake("每一塊只除以自己的總和：沒有跨裝置加總，"
                     "要用 lax.psum 跨兩個網格軸",
-                    _blocks_with(lambda b: b / jnp.sum(b))),
+                    wrong.blocks_with(lambda b: b / jnp.sum(b))),
             Mistake("lax.psum 加總的是各裝置同一位置的元素，不是整塊的總和："
                     "先用 jnp.sum 把這一塊加成一個數，再 psum",
-                    _blocks_with(lambda b: b / lax.psum(b, ("i", "j")))),
+                    wrong.blocks_with(lambda b: b / lax.psum(b, ("i", "j")))),
             Mistake("差了一個倍數：lax.pmean 是平均，不是總和；"
                     "正規化要除以 lax.psum",
-                    _blocks_with(lambda b: b / lax.pmean(jnp.sum(b), ("i", "j")))),
+                    wrong.blocks_with(lambda b: b / lax.pmean(jnp.sum(b), ("i", "j")))),
         ],
     ),
 )
@@ -600,6 +418,8 @@ register(*edition(
 ))
 
 __all__ = [
+    "GRADIENT_TERMS",
+    "NUM_CLASSES",
     "NUM_DEVICES",
     "batched_predict",
     "data_mesh",

@@ -6,8 +6,9 @@ Importing this module registers the exercises ``multiprocess.process_rows``,
 :mod:`jaxcourse.exercises`: their references, cases, hints and known mistakes.
 
 How each answer is run as several processes would run it is the part of
-:mod:`solutions.multiprocess_harness`. The first three are checked in this
-process, ``sum_metrics`` once per simulated process with a stand-in
+:mod:`solutions.multiprocess_checks` (in this process) and
+:mod:`solutions.multiprocess_harness` (launched). The first three are checked
+in this process, ``sum_metrics`` once per simulated process with a stand-in
 collective matched by call order (:func:`simulate_processes`). ``run_epoch``
 and ``global_batch`` are checked in this process first, then for real, in 2
 launched processes (:func:`launch_run_epoch`, :func:`launch_global_batch`),
@@ -23,19 +24,21 @@ import numpy as np
 
 from jaxcourse.exercises import Case, Exercise, Mistake, register
 from jaxcourse.numerics import FLOAT32_ROUNDOFF
-from solutions.multiprocess_harness import (
-    GLOBAL_DEVICES_PER_PROCESS,
-    LAUNCH_PROCESSES,
+from solutions.multiprocess_checks import (
     every_process,
     global_values,
     in_one_process,
+    one_device_rows,
+    simulate_processes,
+)
+from solutions.multiprocess_harness import (
+    GLOBAL_DEVICES_PER_PROCESS,
+    LAUNCH_PROCESSES,
     launch_global_batch,
     launch_run_epoch,
     not_relaunched,
-    one_device_rows,
     prepare_global_batch,
     prepare_run_epoch,
-    simulate_processes,
 )
 
 CHAPTER = "07_multiprocess"
