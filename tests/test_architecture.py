@@ -1,4 +1,4 @@
-"""The course's structure, as ARCHITECTURE.md draws it: layers, no circles, short modules.
+"""The structure ARCHITECTURE.md draws: layers, no circles, short modules.
 
 ARCHITECTURE.md's table of layers is the rule: every module of ``jaxcourse``
 and ``solutions`` belongs to one layer, and imports only from its own layer or
@@ -132,12 +132,13 @@ def layer_of(module: str, layers: list[tuple[str, list[str]]]) -> int | None:
 
 def upward_imports(graph: Mapping[str, set[str]],
                    layers: list[tuple[str, list[str]]]) -> list[str]:
-    """List every import from a layer into a higher one, and every module without a layer."""
+    """List each import into a higher layer, and each module in no layer."""
     problems = []
     for module in sorted(graph):
         own = layer_of(module, layers)
         if own is None:
-            problems.append(f"{module} is in no layer of ARCHITECTURE.md: add it to one")
+            problems.append(f"{module} is in no layer of ARCHITECTURE.md: "
+                            "add it to one")
             continue
         for target in sorted(graph[module]):
             theirs = layer_of(target, layers)
@@ -240,7 +241,8 @@ def test_every_long_module_has_a_reason(document) -> None:
         f"modules over {MAX_LINES} lines with no reason under ARCHITECTURE.md's "
         f"'Modules over 600 lines': {unexplained}")
     stale = allowed - set(long)
-    assert not stale, f"ARCHITECTURE.md lists modules no longer over {MAX_LINES} lines: {stale}"
+    assert not stale, (f"ARCHITECTURE.md lists modules no longer over {MAX_LINES} "
+                       f"lines: {stale}")
 
 
 def test_the_engine_never_imports_the_content(graph) -> None:

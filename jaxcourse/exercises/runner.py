@@ -4,8 +4,9 @@ The grader's runner: :class:`Course` (the course's code, fingerprinted,
 restorable, copied read-only for each submission), :func:`run_one` (a fresh
 ``python -m jaxcourse.exercises.sandbox`` process in a private run folder,
 its output's tail kept, its whole process tree ended afterwards) and
-:func:`unreadable_reason` (empty, not JSON, not a notebook). Judging and the
-tables are :mod:`jaxcourse.exercises.grading`'s.
+:func:`unreadable_reason` (empty, not JSON, not a notebook). Judging is
+:mod:`jaxcourse.exercises.grading_local`'s, the tables
+:mod:`jaxcourse.exercises.grading_tables`'.
 """
 
 from __future__ import annotations
