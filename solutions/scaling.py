@@ -171,7 +171,8 @@ def _critical_case(hw: scaling.Hardware, itemsize: int, n: int) -> Case:
     # jnp) rounds each of the two inputs and at most six operations, within u
     # each; in float64, far less. The nearest wrong formula is off by a third.
     return Case(f"{hw.name}, {itemsize}-byte numbers, {n} devices",
-                _numbers(hw.flops, hw.link_bandwidth, itemsize, n), dtype="any",
+                _numbers(hw.flops, scaling.axis_bandwidth(hw), itemsize, n),
+                dtype="any",
                 rtol=2 * 8 * FLOAT32_ROUNDOFF)
 
 

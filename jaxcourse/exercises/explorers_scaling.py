@@ -25,8 +25,8 @@ import ipywidgets as widgets
 
 from jaxcourse import scaling
 
-from .explorer_base import Explorer, controls_row
 from ..messages import message
+from .explorer_base import Explorer, controls_row
 
 __all__ = ["COMPILE_LAYERS", "MESHES", "LayoutExplorer", "layout_explorer",
            "layout_report"]
@@ -102,7 +102,9 @@ def layout_report(width: int, layers: int, batch: int, mesh: str, layout: str,
                                                       itemsize=2, regather=True))
     time = scaling.step_time(size, layout, batch, hw, data, model)
     fits = state <= hw.hbm
-    compute_bound = time["compute"] >= time["communication"]
+    # Each pass hides its own communication: compute-bound when both passes are.
+    compute_bound = all(time[f"{p}_compute"] >= time[f"{p}_communication"]
+                        for p in ("forward", "backward"))
     bound = "bound_compute" if compute_bound else "bound_comm"
     rows = [
         (_label(language, "params"), f"{scaling.param_count(size):,}"),
@@ -129,7 +131,7 @@ def layout_report(width: int, layers: int, batch: int, mesh: str, layout: str,
             (_label(language, "compiled_memory"),
              _label(language, "compiled_memory_line",
                     arguments=_bytes(memory["arguments"]), temp=_bytes(memory["temp"]),
-                    peak=_bytes(memory["peak"]))),
+                    peak=_bytes(memory["sum"]))),  # what a run occupies
             (_label(language, "compiled_sent"),
              _label(language, "compiled_sent_line", counts=counts or "—",
                     sent=_bytes(compiled["bytes"]), formula=_bytes(formula_sent))),

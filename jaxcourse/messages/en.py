@@ -319,7 +319,7 @@ TEXTS: dict[str, str] = {
                      "of a small model.",
     "layout_compiled_memory": "compiled program: memory per device",
     "layout_compiled_memory_line": "{arguments} arguments + {temp} temporaries; "
-                                   "{peak} at the peak",
+                                   "{peak} in all",
     "layout_compiled_sent": "compiled program: collectives",
     "layout_compiled_sent_line": "{counts}; {sent} sent per device "
                                  "(formula: {formula})",

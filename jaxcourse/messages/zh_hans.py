@@ -278,7 +278,7 @@ TEXTS: dict[str, str] = {
                    "估计的步骤时间。",
     "layout_compiled_memory": "编译后的程序：每个设备的内存",
     "layout_compiled_memory_line": "参数 {arguments} + 临时缓冲区 {temp}；"
-                                  "峰值 {peak}",
+                                  "共 {peak}",
     "layout_compiled_sent": "编译后的程序：集体通信",
     "layout_compiled_sent_line": "{counts}；每个设备送出 {sent}（公式：{for"
                                 "mula}）",

@@ -270,7 +270,7 @@ TEXTS: dict[str, str] = {
                      "本章已用小模型編譯後的程式驗證這些公式。",
     "layout_compiled_memory": "編譯後的程式：每個裝置的記憶體",
     "layout_compiled_memory_line": "引數 {arguments} + 臨時緩衝區 {temp}；"
-                                   "峰值 {peak}",
+                                   "共 {peak}",
     "layout_compiled_sent": "編譯後的程式：集體通訊",
     "layout_compiled_sent_line": "{counts}；每個裝置送出 {sent}（公式：{formula}）",
     "layout_source_compiled": "標為「編譯後的程式」的項目，是把這一步只依形狀"

@@ -51,7 +51,13 @@ from .layouts import (
     spec_tree,
     tp_step_shard_map,
 )
-from .memory import compile_from_shapes, compiled_memory, state_bytes
+from .memory import (
+    compile_from_shapes,
+    compiled_memory,
+    residual_bytes,
+    saved_residuals,
+    state_bytes,
+)
 from .model import (
     DATA,
     F32,
@@ -64,7 +70,16 @@ from .model import (
     make_batch,
     param_count,
 )
-from .roofline import HARDWARE, Hardware, critical_batch, step_flops, step_time
+from .roofline import (
+    HARDWARE,
+    Hardware,
+    axis_bandwidth,
+    best_fsdp_tp,
+    critical_batch,
+    phase_bytes,
+    step_flops,
+    step_time,
+)
 
 __all__ = [
     "DATA",
@@ -76,6 +91,8 @@ __all__ = [
     "Collective",
     "Hardware",
     "Size",
+    "axis_bandwidth",
+    "best_fsdp_tp",
     "collective_steps",
     "collective_summary",
     "compile_from_shapes",
@@ -90,9 +107,12 @@ __all__ = [
     "make_step",
     "param_count",
     "param_specs",
+    "phase_bytes",
     "place",
     "predicted_collectives",
+    "residual_bytes",
     "ring_bytes",
+    "saved_residuals",
     "state_bytes",
     "step_flops",
     "spec_tree",

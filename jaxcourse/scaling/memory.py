@@ -3,21 +3,26 @@
 :func:`state_bytes` counts what one device holds under a layout;
 :func:`compiled_memory` reads a compiled program's ``memory_analysis()``;
 :func:`compile_from_shapes` compiles a layout's step from shapes alone, so a
-program too large to run can still be read.
+program too large to run can still be read; :func:`saved_residuals` lists
+what a backward pass keeps, by name.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from .layouts import check_layout, make_step, spec_tree
 from .model import DATA, F32, MODEL, Size, init_params, param_count
 
-__all__ = ["compile_from_shapes", "compiled_memory", "state_bytes"]
+__all__ = ["compile_from_shapes", "compiled_memory", "residual_bytes",
+           "saved_residuals", "state_bytes"]
 
 
 def _shards(layout: str, data: int, model: int) -> int:
@@ -60,8 +65,11 @@ def compiled_memory(compiled: Any) -> dict[str, int]:
 
     ``arguments`` and ``outputs`` are the buffers passed in and returned,
     ``temp`` the scratch space, ``alias`` the bytes of outputs written into
-    donated arguments; ``peak`` is what the program needs at once:
-    arguments + outputs + temp - alias.
+    donated arguments. ``peak`` is XLA's own figure (``peak_memory_in_bytes``):
+    the most bytes its buffer assignment has live at one moment. ``sum`` is
+    arguments + outputs + temp - alias, as if every buffer lived for the whole
+    program: an upper bound, not the peak (XLA reuses memory a buffer no
+    longer needs).
     """
     stats = compiled.memory_analysis()
     found = {
@@ -69,10 +77,57 @@ def compiled_memory(compiled: Any) -> dict[str, int]:
         "outputs": int(stats.output_size_in_bytes),
         "temp": int(stats.temp_size_in_bytes),
         "alias": int(stats.alias_size_in_bytes),
+        "peak": int(stats.peak_memory_in_bytes),
     }
-    found["peak"] = (found["arguments"] + found["outputs"] + found["temp"]
-                     - found["alias"])
+    found["sum"] = (found["arguments"] + found["outputs"] + found["temp"]
+                    - found["alias"])
     return found
+
+
+def saved_residuals(fn: Callable, *args: Any) -> list[tuple[str, str, int]]:
+    """Return what ``jax.grad(fn)`` keeps from its forward pass, grouped.
+
+    ``jax.ad_checkpoint.print_saved_residuals`` names every residual: its
+    type and where it comes from (an argument, a constant, or the output of
+    a primitive in a function). Its lines are grouped here by type and origin,
+    with the source file's location left out (it names this machine's paths).
+
+    Returns
+    -------
+    list of (str, str, int)
+        ``(type, origin, count)`` in the order first seen, e.g.
+        ``("f32[512,1024]", "output of gt in block_fn", 4)``.
+    """
+    import contextlib
+    import io
+
+    from jax.ad_checkpoint import print_saved_residuals
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        print_saved_residuals(fn, *args)
+    counts: dict[tuple[str, str], int] = {}
+    for line in out.getvalue().splitlines():
+        kind, _, origin = line.strip().partition(" ")
+        # "output of gt from /path/model.py:99:17 (forward.<locals>.block_fn)"
+        # -> "output of gt in block_fn"
+        where = re.search(r"\(([\w.<>]+)\)\s*$", origin)
+        origin = re.sub(r"\s+from\s+\S+:\d+:\d+.*$", "", origin)
+        if where:
+            origin += " in " + where.group(1).rpartition(".")[2]
+        counts[kind, origin] = counts.get((kind, origin), 0) + 1
+    return [(kind, origin, n) for (kind, origin), n in counts.items()]
+
+
+def residual_bytes(residuals: list[tuple[str, str, int]]) -> int:
+    """Return the bytes of :func:`saved_residuals`' list (types ``dtype[dims]``)."""
+    sizes = {"f32": 4, "bf16": 2, "f16": 2, "bool": 1, "i32": 4, "f64": 8}
+    total = 0
+    for kind, _, count in residuals:
+        dtype, _, dims = kind.rstrip("]").partition("[")
+        numbers = int(np.prod([int(d) for d in dims.split(",") if d])) if dims else 1
+        total += sizes[dtype] * numbers * count
+    return total
 
 
 def compile_from_shapes(size: Size, layout: str, batch: int, data: int = 1,

@@ -75,7 +75,7 @@ def identity(w: jax.Array) -> jax.Array:
 
 def forward(params: Sequence[dict[str, jax.Array]], x: jax.Array,
             use: Callable[[jax.Array], jax.Array] = identity,
-            out_sharding: Any = None, remat: bool = False) -> jax.Array:
+            out_sharding: Any = None, remat: bool | Callable = False) -> jax.Array:
     """Run the blocks ``x + relu(x @ w_in) @ w_out``.
 
     Parameters
@@ -90,17 +90,21 @@ def forward(params: Sequence[dict[str, jax.Array]], x: jax.Array,
     out_sharding : PartitionSpec or None
         The layout of ``h @ w_out``; tensor parallelism names it, since the
         product sums over the split hidden units (one all-reduce per block).
-    remat : bool
+    remat : bool or callable
         Wrap each block in ``jax.checkpoint``: its backward pass recomputes
         the block's inside (the hidden activations, and any gathered weight)
-        from its input instead of keeping them.
+        from its input instead of keeping them. A callable is a policy from
+        ``jax.checkpoint_policies`` that names what may be kept after all
+        (``checkpoint_dots``: the matrix products' outputs).
     """
     def block_fn(block, x):
         hidden = jax.nn.relu(x @ use(block["w_in"]))
         return x + jnp.matmul(hidden, use(block["w_out"]), out_sharding=out_sharding)
 
-    if remat:
+    if remat is True:
         block_fn = jax.checkpoint(block_fn)
+    elif remat:
+        block_fn = jax.checkpoint(block_fn, policy=remat)
     for block in params:
         x = block_fn(block, x)
     return x
@@ -108,6 +112,6 @@ def forward(params: Sequence[dict[str, jax.Array]], x: jax.Array,
 
 def loss(params: Sequence[dict[str, jax.Array]], x: jax.Array, y: jax.Array,
          use: Callable[[jax.Array], jax.Array] = identity,
-         out_sharding: Any = None, remat: bool = False) -> jax.Array:
+         out_sharding: Any = None, remat: bool | Callable = False) -> jax.Array:
     """Return the mean squared error of :func:`forward` against ``y``."""
     return jnp.mean((forward(params, x, use, out_sharding, remat) - y) ** 2)
