@@ -138,6 +138,10 @@ def tp_tolerance(width: int) -> float:
     """
     return 2 * sum_tolerance(5 * width) * 64
 H100, V5E = scaling.HARDWARE["H100 SXM"], scaling.HARDWARE["TPU v5e"]
+# Said of every answer that gathers the weights, whatever it adds to them.
+GATHERED_WEIGHTS = ("you gathered the weights whole onto every device (two "
+                    "all-gathers of weights, and no memory saved): keep them split "
+                    "and sum the partial outputs with one psum over 'model'")
 
 
 def _numbers(*args: Any) -> Any:
@@ -281,10 +285,8 @@ register(
             "on every device of a 'model' group.",
         ],
         mistakes=[
-            Mistake("you gathered the weights whole onto every device (two "
-                    "all-gathers of weights, and no memory saved): keep them split "
-                    "and sum the partial outputs with one psum over 'model'",
-                    wrong.tp_gathered_weights),
+            Mistake(GATHERED_WEIGHTS, wrong.tp_gathered_weights),
+            Mistake(GATHERED_WEIGHTS, wrong.tp_gathered_weights_then_summed),
             Mistake("each device returned its own partial product: the partial "
                     "products over 'model' must be summed",
                     wrong.tp_without_sum),

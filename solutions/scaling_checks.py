@@ -156,18 +156,20 @@ def result_layout(out: Any) -> np.ndarray:
     return np.array([*out.sharding.shard_shape(out.shape), len(blocks)], np.int32)
 
 
-def compiled_kinds(function: Callable, *args: Any) -> np.ndarray:
+def compiled_kinds(function: Callable, *args: Any) -> dict[str, np.ndarray]:
     """Runner: how many collectives of each kind XLA compiles into ``function``.
 
-    One count per kind of :data:`jaxcourse.scaling.KINDS`, from
+    ``{"collectives": counts}``, one count per kind of
+    :data:`jaxcourse.scaling.KINDS`, from
     :func:`jaxcourse.scaling.compiled_collectives` on
-    ``jax.jit(...).lower(...).compile()``.
+    ``jax.jit(...).lower(...).compile()``; under that key a check says the
+    counts in words ("1 all-reduce, 2 all-gather") rather than as numbers.
     """
     *arrays, mesh = args
     compiled = jax.jit(lambda *a: function(*a, mesh)).lower(*arrays).compile()
     found = scaling.compiled_collectives(compiled)
-    return np.array([sum(c.kind == kind for c in found) for kind in scaling.KINDS],
-                    dtype=np.int32)
+    return {"collectives": np.array(
+        [sum(c.kind == kind for c in found) for kind in scaling.KINDS], dtype=np.int32)}
 
 
 # --------------------------------------------------------------------------

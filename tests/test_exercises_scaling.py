@@ -128,8 +128,9 @@ def test_tp_mlp_compiles_to_one_all_reduce() -> None:
         print({MARK!r} + json.dumps({{
             "close": bool(np.allclose(tp_mlp(*args), expected, rtol=0,
                                      atol=tp_tolerance(32))),
-            "reference": compiled_kinds(tp_mlp, *args).tolist(),
-            "gathered": compiled_kinds(wrong.tp_gathered_weights, *args).tolist(),
+            "reference": compiled_kinds(tp_mlp, *args)["collectives"].tolist(),
+            "gathered": compiled_kinds(wrong.tp_gathered_weights,
+                                       *args)["collectives"].tolist(),
         }}))
     """)
     assert found["close"]
