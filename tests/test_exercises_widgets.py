@@ -323,3 +323,29 @@ def test_every_text_of_a_panel_says_its_language(exercise_id, language) -> None:
         assert widget.value.count("<div lang=") == 1  # marked once, not again
     panel.solution_button.click()
     assert panel.solution.value == ""  # empty stays empty
+
+
+def test_advice_is_marked_apart_and_code_is_shown_as_code() -> None:
+    from jaxcourse.exercises.result import Feedback, Result
+
+    result = Result("demo.x", "failed", (
+        Feedback("a", False, "a: no function named `f` was found"),
+        Feedback("b (advice)", True, "b: passes, but note: no `jax.jit`", advice=True),
+    ))
+    page = result_html(result)
+    assert "0/1 tests passed" in page  # advice is not counted...
+    assert "ⓘ" in page and "advice, not counted" in page  # ...and says so
+    assert page.count("✗") == 1 and "✓" not in page
+    assert "<code>f</code>" in page and "`" not in page
+    assert "建議，不計分" in result_html(Result("demo.x", "failed", result.feedback,
+                                               language="zh-Hant"))
+
+
+def test_a_single_number_has_no_index_and_a_vector_index_is_a_number() -> None:
+    from jaxcourse.exercises.comparison import compare
+
+    case = Case("one", lambda rng: (), rtol=0.0, atol=0.0)
+    one = compare(np.array(2.0, np.float32), np.array(3.0, np.float32), case)
+    assert one.startswith("wrong values: expected 2") and "index" not in one
+    vector = compare(np.arange(3.0), np.array([0.0, 1.0, 5.0]), case)
+    assert "at index 2)" in vector

@@ -192,7 +192,9 @@ def _compare_arrays(
         diff = np.abs(np.asarray(g, np.complex128) - np.asarray(e, np.complex128))
         diff = np.where(np.isnan(diff), np.inf, diff)
         where = np.unravel_index(int(np.argmax(diff)), diff.shape) if diff.ndim else ()
+        # A 1-D position reads as a number, not as the tuple (3,).
         index = tuple(int(i) for i in where)
+        index = index[0] if len(index) == 1 else index
         if exp.size > 12 or exp.ndim > 2:
             wrong = ~np.isclose(g, e, rtol=case.rtol, atol=case.atol, equal_nan=True)
             return message(
@@ -200,6 +202,9 @@ def _compare_arrays(
                 diff=float(diff.max()), index=index, expected=float(np.real(e[where])),
                 got=float(np.real(g[where])),
             )
+        if not where:  # one number: no position to give
+            return message("wrong_values_one", language, expected=_fmt(exp),
+                           got=_fmt(got), diff=float(diff.max()))
         return message(
             "wrong_values", language, expected=_fmt(exp), got=_fmt(got),
             diff=float(diff.max()), index=index,

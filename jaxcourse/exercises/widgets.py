@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -25,7 +26,7 @@ from ..messages import message
 from .explorer_base import Display
 from .judging import check
 from .registry import get
-from .result import Result
+from .result import Feedback, Result
 from .spec import Exercise
 from .warming import warm_up
 
@@ -33,6 +34,20 @@ __all__ = ["CheckPanel", "check_panel", "checking_html", "hints_html", "result_h
            "solution_html"]
 
 _PASS, _FAIL, _IDLE = "#1a7f37", "#cf222e", "#57606a"
+
+
+def _marked(text: str) -> str:
+    """Escape ``text`` for HTML, and show its `code` spans as code."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
+def _feedback_line(feedback: Feedback, language: str) -> str:
+    """One test's line; advice is marked apart, since the count leaves it out."""
+    if feedback.advice:
+        return (f"<li style='color:{_IDLE}'>ⓘ {_marked(feedback.message)} "
+                f"<i>({html.escape(message('advice_not_counted', language))})</i></li>")
+    return (f"<li style='color:{_PASS if feedback.passed else _FAIL}'>"
+            f"{'✓' if feedback.passed else '✗'} {_marked(feedback.message)}</li>")
 
 
 def result_html(result: Result, attempt: int | None = None) -> str:
@@ -44,11 +59,7 @@ def result_html(result: Result, attempt: int | None = None) -> str:
     """
     colour = _PASS if result.passed else _IDLE if result.status == "not_attempted" \
         else _FAIL
-    lines = "".join(
-        f"<li style='color:{_PASS if f.passed else _FAIL}'>"
-        f"{'✓' if f.passed else '✗'} {html.escape(f.message)}</li>"
-        for f in result.feedback
-    )
+    lines = "".join(_feedback_line(f, result.language) for f in result.feedback)
     note = "" if attempt is None else (
         f" <span style='color:{_IDLE};font-weight:normal;font-size:90%'>"
         f"({html.escape(message('attempt', result.language, n=attempt))})</span>")
@@ -71,7 +82,7 @@ def hints_html(exercise: Exercise, shown: int) -> str:
     total = len(exercise.hints)
     parts = [
         f"<p><b>{html.escape(message('hint_n', lang, n=i + 1, total=total))}"
-        f"</b>{html.escape(message('label_sep', lang))}{html.escape(hint)}</p>"
+        f"</b>{html.escape(message('label_sep', lang))}{_marked(hint)}</p>"
         for i, hint in enumerate(exercise.hints[:shown])
     ]
     if shown > len(exercise.hints):

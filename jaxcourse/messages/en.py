@@ -67,6 +67,9 @@ TEXTS: dict[str, str] = {
     "has_nan": "the result contains NaN in {count} of {size} entries",
     "wrong_values": "wrong values: expected {expected}, got {got} (largest "
     "difference {diff:.3g} at index {index})",
+    "wrong_values_one": "wrong values: expected {expected}, got {got} (difference "
+    "{diff:.3g})",
+    "advice_not_counted": "advice, not counted",
     "wrong_values_large": "wrong values in {count} of {size} entries (largest "
     "difference {diff:.3g} at index {index}: expected {expected:.4g}, got "
     "{got:.4g})",

@@ -58,6 +58,8 @@ TEXTS: dict[str, str] = {
     "has_nan": "结果的 {size} 个元素中有 {count} 个是 NaN",
     "wrong_values": "数值错误：预期 {expected}，得到 {got}（最大差异 {diff:.3g}，"
     "位于索引 {index}）",
+    "wrong_values_one": "数值错误：预期 {expected}，得到 {got}（差异 {diff:.3g}）",
+    "advice_not_counted": "建议，不计分",
     "wrong_values_large": "{size} 个元素中有 {count} 个数值错误"
     "（最大差异 {diff:.3g}，"
     "位于索引 {index}：预期 {expected:.4g}，得到 {got:.4g}）",

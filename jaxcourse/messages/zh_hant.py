@@ -56,6 +56,8 @@ TEXTS: dict[str, str] = {
     "has_nan": "結果的 {size} 個元素中有 {count} 個是 NaN",
     "wrong_values": "數值錯誤：預期 {expected}，得到 {got}（最大差異 {diff:.3g}，"
     "位於索引 {index}）",
+    "wrong_values_one": "數值錯誤：預期 {expected}，得到 {got}（差異 {diff:.3g}）",
+    "advice_not_counted": "建議，不計分",
     "wrong_values_large": "{size} 個元素中有 {count} 個數值錯誤"
     "（最大差異 {diff:.3g}，"
     "位於索引 {index}：預期 {expected:.4g}，得到 {got:.4g}）",
