@@ -159,7 +159,8 @@ def _bytes_case(kind: str, nbytes: int, n: int) -> Case:
     # The cases' device counts are powers of two and their byte counts below
     # 2**23: every step (nbytes / n, (n - 1) / n, 1 - 1 / n, the products) is
     # exact, even in float32, so every correct order gives the same number.
-    return Case(f"{kind} of {nbytes:,} bytes over {n} devices",
+    devices = "1 device" if n == 1 else f"{n} devices"
+    return Case(f"{kind} of {nbytes:,} bytes over {devices}",
                 _numbers(kind, nbytes, n), dtype="any", rtol=0.0, atol=0.0)
 
 
