@@ -261,3 +261,18 @@ def test_the_explorer_says_why_it_did_not_compile() -> None:
         assert report["source"] == "formula" and "fewer than 8" in report["html"]
     else:
         assert report["source"] == "compiled"
+
+
+def test_the_bytes_per_pass_add_up_to_the_predicted_collectives() -> None:
+    # phase_bytes splits by pass what predicted_collectives lists (ZeRO-3's
+    # re-gather included); only the loss's one-number sum is left out.
+    size = Size(256, 4)
+    for layout, (data, model) in (("data parallel", (8, 1)), ("FSDP", (8, 1)),
+                                  ("tensor parallel", (2, 4)), ("FSDP + TP", (4, 2))):
+        passes = scaling.phase_bytes(size, layout, 64, data, model, itemsize=2)
+        total = sum(sum(axes.values()) for axes in passes.values())
+        listed = sum(scaling.ring_bytes(c.kind, c.nbytes, c.group) for c in
+                     scaling.predicted_collectives(size, layout, 64, data, model,
+                                                   itemsize=2, regather=True))
+        loss = scaling.ring_bytes("all-reduce", 2, data)
+        assert np.isclose(total, listed - loss), layout

@@ -44,14 +44,16 @@ class Collective(NamedTuple):
 
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
          "collective-permute")
+# XLA's spellings of dtypes, and JAX's where they differ (bool, i32).
 _ITEMSIZE = {"f32": 4, "bf16": 2, "f16": 2, "s32": 4, "u32": 4, "f64": 8, "s8": 1,
-             "u8": 1, "pred": 1, "s64": 8}
+             "u8": 1, "pred": 1, "s64": 8, "bool": 1, "i32": 4}
 _INSTRUCTION = re.compile(
     r"=\s*(?P<shape>\(.*?\)|\S+)\s+(?P<kind>" + "|".join(KINDS) + r")(?:-start)?\(")
 _ARRAY = re.compile(r"(\w+)\[([\d,]*)\]")
 
 
-def _shape_bytes(text: str) -> int:
+def shape_bytes(text: str) -> int:
+    """Return the bytes of every ``dtype[dims]`` array named in ``text``."""
     total = 0
     for dtype, dims in _ARRAY.findall(text):
         count = int(np.prod([int(d) for d in dims.split(",") if d])) if dims else 1
@@ -100,7 +102,7 @@ def compiled_collectives(compiled: Any) -> list[Collective]:
         if group <= 1:
             continue  # over a mesh axis of size 1: nothing moves
         for dtype, dims in _ARRAY.findall(match.group("shape")):
-            out_bytes = _shape_bytes(f"{dtype}[{dims}]")
+            out_bytes = shape_bytes(f"{dtype}[{dims}]")
             nbytes = out_bytes * group if kind == "reduce-scatter" else out_bytes
             found.append(Collective(kind, nbytes, group))
     return found

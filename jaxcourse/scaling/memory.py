@@ -9,15 +9,18 @@ what a backward pass keeps, by name.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
+from jax.ad_checkpoint import print_saved_residuals
 from jax.sharding import PartitionSpec as P
 
+from .communication import shape_bytes
 from .layouts import check_layout, make_step, spec_tree
 from .model import DATA, F32, MODEL, Size, init_params, param_count
 
@@ -98,11 +101,6 @@ def saved_residuals(fn: Callable, *args: Any) -> list[tuple[str, str, int]]:
         ``(type, origin, count)`` in the order first seen, e.g.
         ``("f32[512,1024]", "output of gt in block_fn", 4)``.
     """
-    import contextlib
-    import io
-
-    from jax.ad_checkpoint import print_saved_residuals
-
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         print_saved_residuals(fn, *args)
@@ -121,13 +119,7 @@ def saved_residuals(fn: Callable, *args: Any) -> list[tuple[str, str, int]]:
 
 def residual_bytes(residuals: list[tuple[str, str, int]]) -> int:
     """Return the bytes of :func:`saved_residuals`' list (types ``dtype[dims]``)."""
-    sizes = {"f32": 4, "bf16": 2, "f16": 2, "bool": 1, "i32": 4, "f64": 8}
-    total = 0
-    for kind, _, count in residuals:
-        dtype, _, dims = kind.rstrip("]").partition("[")
-        numbers = int(np.prod([int(d) for d in dims.split(",") if d])) if dims else 1
-        total += sizes[dtype] * numbers * count
-    return total
+    return sum(shape_bytes(kind) * count for kind, _, count in residuals)
 
 
 def compile_from_shapes(size: Size, layout: str, batch: int, data: int = 1,
