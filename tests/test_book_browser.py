@@ -157,6 +157,10 @@ const views = [...document.querySelectorAll('.jupyter-widgets, [class*="widget-"
   .filter(e => e.offsetWidth > 0 && e.offsetHeight > 0);
 return views.length > 0;
 """
+_NOTES_SHOWN = """
+const shown = s => [...document.querySelectorAll(s)].map(e => e.offsetHeight > 0);
+return {static: shown('.jc-static'), gone: shown('.jc-kernel-gone')};
+"""
 _MATH_DONE = """
 const math = document.querySelectorAll('.math');
 return math.length === 0 || document.querySelectorAll('mjx-container').length > 0;
@@ -198,6 +202,11 @@ def test_page(browser: object, site: str, doc: str) -> None:
         assert shown, f"{url}: widget state stored, but no widget view visible"
         text = driver.execute_script("return document.body.innerText;")
         assert "Error displaying widget" not in text, f"{url}: a widget failed"
+        # An explorer stored with its static note says, on this page, that it
+        # needs a running notebook; the kernel-gone notice is for notebooks.
+        notes = driver.execute_script(_NOTES_SHOWN)
+        assert all(notes["static"]), f"{url}: an explorer's static note is hidden"
+        assert not any(notes["gone"]), f"{url}: a kernel-gone notice is shown"
 
     broken = driver.execute_script(
         "return [...document.images].filter(i => i.naturalWidth === 0).map(i => i.src);"

@@ -233,6 +233,93 @@ def test_notice_speaks_the_panel_language() -> None:
         LearningRateExplorer(language="fr", run=False)
 
 
+def _explorer_classes() -> list[type]:
+    """Every explorer the package defines (each explorers_<key> module's)."""
+    import importlib
+    import pkgutil
+
+    import jaxcourse.exercises as package
+    from jaxcourse.exercises.explorer_base import Explorer
+
+    found = []
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("explorers_"):
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            found += [c for c in vars(module).values() if isinstance(c, type)
+                      and issubclass(c, Explorer) and c.__module__ == module.__name__]
+    return found
+
+
+def test_every_explorer_says_on_a_static_page_that_it_needs_a_kernel(subset) -> None:
+    from ipywidgets.embed import embed_data
+
+    from jaxcourse.exercises.explorer_base import (
+        EXPLORER_CLASS,
+        NOTICE_CLASS,
+        STATIC_CLASS,
+    )
+    from jaxcourse.messages import message
+
+    classes = _explorer_classes()
+    assert len(classes) >= 8 and all(c.static_note for c in classes)
+    for language in ("en", "zh-Hant", "zh-Hans"):
+        explorer = LearningRateExplorer(subset, steps=10, language=language,
+                                        run=False)
+        note = explorer.static
+        children = explorer.widget.children
+        # Right under the controls that invite the reader to try them, hidden
+        # inline until the static book's rule shows it.
+        assert children.index(note) == children.index(explorer.notice) + 1
+        assert STATIC_CLASS in note._dom_classes and note.layout.display == "none"
+        assert EXPLORER_CLASS in explorer.widget._dom_classes
+        assert message("explorer_static", language) in note.value
+        assert f'lang="{language}"' in note.value
+        # The stored state the book renders carries the note and the rule that
+        # shows it: a disconnected explorer (html-manager's views have no comm)
+        # outside a notebook's output area, where the kernel-gone notice wins.
+        stored = str(embed_data(views=[explorer.widget])["manager_state"])
+        assert message("explorer_static", language) in stored
+        css = explorer.notice.value
+        assert (".jc-explorer.jupyter-widgets-disconnected > .jc-static"
+                "{display:flex !important}") in css
+        assert (".jp-OutputArea .jc-explorer.jupyter-widgets-disconnected > "
+                ".jc-static{display:none !important}") in css
+        assert f".{NOTICE_CLASS}{{display:flex !important}}" in css
+    # The check panel is not an explorer: its stored view stays as it was.
+    panel = check_panel("mlp.relu", relu, run=False)
+    assert not panel.static_note and EXPLORER_CLASS not in panel.widget._dom_classes
+    assert not any(STATIC_CLASS in c._dom_classes for c in panel.widget.children)
+
+
+def test_an_explorer_greys_its_result_while_it_computes(subset) -> None:
+    from jaxcourse.exercises.explorer_base import STALE_CLASS
+
+    explorer = LearningRateExplorer(subset, steps=10, run=False)
+    with explorer._computing("computing for 32 blocks", explorer.status):
+        assert explorer.cue.layout.display is None
+        assert "computing for 32 blocks" in explorer.cue.value
+        assert STALE_CLASS in explorer.status._dom_classes
+    assert explorer.cue.layout.display == "none" and explorer.cue.value == ""
+    assert STALE_CLASS not in explorer.status._dom_classes
+    # A computation that fails leaves the old result greyed: it is still not
+    # the controls' result.
+    with pytest.raises(RuntimeError), explorer._computing("again", explorer.status):
+        raise RuntimeError("compilation failed")
+    assert explorer.cue.layout.display == "none"
+    assert STALE_CLASS in explorer.status._dom_classes
+    assert ".jc-display .jc-stale{opacity:0.35" in explorer.notice.value
+
+
+def test_dropdowns_show_their_labels_whole() -> None:
+    from jaxcourse.exercises.explorer_base import _text_px, dropdown_style
+
+    style = dropdown_style("mesh (data×model)", ["8×1", "tensor parallel"])
+    # ipywidgets cuts a label at 80 px ("global bat…") unless told otherwise.
+    assert style["style"] == {"description_width": "initial"}
+    width = int(style["layout"].width.removesuffix("px"))
+    assert width >= _text_px("mesh (data×model)") + _text_px("tensor parallel")
+
+
 def test_figures_are_drawn_for_their_css_width_at_twice_the_pixels(subset) -> None:
     from jaxcourse.exercises.explorer_base import PIXEL_RATIO
     from jaxcourse.exercises.explorers_mlp import FIGURE_PX

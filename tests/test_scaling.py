@@ -207,6 +207,73 @@ def test_the_layout_explorer_reports_the_formulas() -> None:
         256, 4, 64, "1×8", "tensor parallel", "TPU v5e", "zh-Hant")["html"]
 
 
+def test_the_layout_explorer_says_what_it_computes_until_it_is_done(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A learner picks 32 blocks where 2 were shown: while the step compiles
+    # (seconds), the old table must not read as the new choice's.
+    from jaxcourse.exercises import explorers_scaling
+    from jaxcourse.exercises.explorer_base import STALE_CLASS
+
+    explorer = explorers_scaling.layout_explorer(layers=2, language="zh-Hant")
+    sent: list[tuple[str, dict]] = []
+    for name, part in (("cue", explorer.cue), ("cue layout", explorer.cue.layout),
+                       ("table", explorer.table)):
+        monkeypatch.setattr(part, "_send", lambda msg, buffers=None, name=name:
+                            sent.append((name, msg["state"])))
+    seen = {}
+    report = explorers_scaling.layout_report
+
+    def slow_report(*args: object) -> dict:
+        # What the front end has been sent when the computation starts.
+        seen["sent"] = list(sent)
+        return report(*args)
+
+    monkeypatch.setattr(explorers_scaling, "layout_report", slow_report)
+    explorer.layers.value = 32
+    before = seen["sent"]
+    assert ("cue layout", {"display": None}) in before
+    cue = next(state["value"] for name, state in before
+               if name == "cue" and state.get("value"))
+    assert "正在計算" in cue and "、32 個區塊" in cue and "、2 個區塊" not in cue
+    assert any(name == "table" and STALE_CLASS in state.get("_dom_classes", ())
+               for name, state in before)
+    # Done: the cue is gone and the table, now the new choice's, is plain.
+    assert explorer.cue.layout.display == "none"
+    assert STALE_CLASS not in explorer.table._dom_classes
+    assert explorer.report["params"] == scaling.param_count(Size(8192, 32))
+
+
+def test_the_layout_explorer_names_the_type_its_bytes_are_counted_in() -> None:
+    import re
+
+    from jaxcourse.exercises.explorers_scaling import layout_report
+
+    for language in ("en", "zh-Hant", "zh-Hans"):
+        rows = dict(re.findall(r"<th[^>]*>([^<]*)</th><td>([^<]*)</td>",
+                               layout_report(256, 4, 64, "8×1", "FSDP", "H100 SXM",
+                                             language)["html"]))
+        labels = list(rows)
+        # The state in float32 (state_bytes' default), the bytes sent and the
+        # roofline in bfloat16 (itemsize=2), as layout_report computes them.
+        assert "float32" in labels[1], (language, labels)
+        assert "bfloat16" in labels[2] and "bfloat16" in labels[4], (language, labels)
+
+
+def test_the_layout_explorer_s_labels_read_whole() -> None:
+    from jaxcourse.exercises.explorer_base import _text_px
+    from jaxcourse.exercises.explorers_scaling import LayoutExplorer
+
+    for language in ("en", "zh-Hant", "zh-Hans"):
+        explorer = LayoutExplorer(language=language, run=False)
+        for control in (explorer.width, explorer.layers, explorer.batch,
+                        explorer.mesh, explorer.layout, explorer.chip):
+            assert control.style.description_width == "initial", control.description
+            longest = max(_text_px(str(option)) for option in control.options)
+            width = int(control.layout.width.removesuffix("px"))
+            assert width >= _text_px(control.description) + longest, control.description
+
+
 def test_compiling_from_shapes_gives_the_formulas_arguments() -> None:
     # One device: a 1×1 mesh, so this runs in any test process.
     compiled = scaling.compile_from_shapes(SIZE, "data parallel", 16)

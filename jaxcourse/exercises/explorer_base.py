@@ -19,24 +19,35 @@ across CPUs). What every display shares lives here, once:
   cells above again" and makes the old controls inert, so nothing is sent.
   The rule applies only in a notebook's output area (``.jp-OutputArea``,
   JupyterLab and Notebook 7): the static book's widgets are marked the same
-  way, yet there was never a kernel to lose.
+  way, yet there was never a kernel to lose;
+* **the static note** (explorers): the built book renders the stored widget
+  state with ``@jupyter-widgets/html-manager``, whose views have no comm and
+  are marked ``jupyter-widgets-disconnected`` too, outside any
+  ``.jp-OutputArea``. There a rule shows, under the controls, that the page
+  is a still picture and the explorer needs a running notebook, and makes
+  the controls inert; a live kernel's views are never marked, so it never
+  shows in a running notebook;
+* **the busy cue** (explorers): :meth:`Explorer._computing` says what is
+  being computed and greys the previous result until the new one is shown.
 
 Explorers draw matplotlib figures for the width they are shown at:
 :func:`figure` sizes a figure in CSS pixels (:data:`CSS_PX_PER_INCH`),
 :func:`png_bytes` renders it at :data:`PIXEL_RATIO` device pixels per CSS
 pixel (crisp on high-density screens), and :func:`figure_image` shows it at
 exactly that CSS width, never stretched. :func:`slider_style` gives a slider
-enough track for its steps.
+enough track for its steps, :func:`dropdown_style` a dropdown room for its
+label and options, whole.
 """
 
 from __future__ import annotations
 
+import contextlib
 import html
 import io
 import math
 import unicodedata
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, ClassVar
 
 import ipywidgets as widgets
 
@@ -45,7 +56,10 @@ from .mode import grading_mode
 
 __all__ = [
     "CSS_PX_PER_INCH",
+    "EXPLORER_CLASS",
     "PIXEL_RATIO",
+    "STALE_CLASS",
+    "STATIC_CLASS",
     "STEP_PX",
     "Display",
     "Explorer",
@@ -53,12 +67,14 @@ __all__ = [
     "clear_button",
     "controls_row",
     "css_width",
+    "dropdown_style",
     "figure",
     "figure_image",
     "finish_axes",
     "png_bytes",
     "show_figure",
     "slider_style",
+    "static_note_html",
     "use_language_font",
     "with_language",
 ]
@@ -75,35 +91,58 @@ _MIN_TRACK_PX, _MAX_TRACK_PX = 160, 640
 # Beside the track, in ipywidgets 8's CSS: the readout with its margins, and
 # the track's own margins and handle, which the handle cannot travel.
 _READOUT_PX, _TRACK_MARGIN_PX = 72, 32
+# Beside a dropdown's option: the label's margin, the select's padding, border
+# and arrow (ipywidgets 8's CSS: 8 + 8 + 20 + 2 px, rounded up).
+_SELECT_EXTRA_PX = 40
 
 #: Class names the kernel-gone rule keys on (the notice, the whole display).
 DISPLAY_CLASS, NOTICE_CLASS = "jc-display", "jc-kernel-gone"
+#: Class names of an explorer (the whole display), its static note, and a
+#: result being replaced.
+EXPLORER_CLASS, STATIC_CLASS, STALE_CLASS = "jc-explorer", "jc-static", "jc-stale"
 _FAIL = "#cf222e"
 
 # ipywidgets 8 adds jupyter-widgets-disconnected to every view of a model whose
-# comm is gone (KernelWidgetManager.disconnect() on "restarting"); a style
-# element applies wherever it sits, even inside the hidden notice.
-_NOTICE_CSS = (
+# comm is gone (KernelWidgetManager.disconnect() on "restarting") or never was
+# (the static book's html-manager); a style element applies wherever it sits,
+# even inside the hidden notice.
+_GONE = f".jp-OutputArea .{DISPLAY_CLASS}.jupyter-widgets-disconnected"
+_STILL = f".{EXPLORER_CLASS}.jupyter-widgets-disconnected"
+_DISPLAY_CSS = (
     "<style>"
-    f".jp-OutputArea .{DISPLAY_CLASS}.jupyter-widgets-disconnected > .{NOTICE_CLASS}"
-    "{display:flex !important}"
-    # No click reaches an old control, so no message is sent on a dead comm.
-    f".jp-OutputArea .{DISPLAY_CLASS}.jupyter-widgets-disconnected "
+    f"{_GONE} > .{NOTICE_CLASS}{{display:flex !important}}"
+    # Outside a notebook's output area a disconnected explorer is the static
+    # book's: the static note, not the kernel-gone notice. The second rule is
+    # the more specific, so inside an output area it wins.
+    f"{_STILL} > .{STATIC_CLASS}{{display:flex !important}}"
+    f".jp-OutputArea {_STILL} > .{STATIC_CLASS}{{display:none !important}}"
+    # No click reaches an old control, so no message is sent on a dead comm, and
+    # on a static page no control moves while nothing follows it.
+    f":is({_GONE},{_STILL}) "
     ":is(.widget-button,.widget-slider,.widget-dropdown,.widget-text)"
     "{pointer-events:none;opacity:0.5}"
-    # The notice says it in words; ipywidgets' broken-link icons would repeat it
-    # on every child.
-    f".jp-OutputArea .{DISPLAY_CLASS}.jupyter-widgets-disconnected::before,"
-    f".jp-OutputArea .{DISPLAY_CLASS} .jupyter-widgets-disconnected::before"
+    # The notice or the note says it in words; ipywidgets' broken-link icons
+    # would repeat it on every child.
+    f"{_GONE}::before,{_GONE} .jupyter-widgets-disconnected::before,"
+    f"{_STILL}::before,{_STILL} .jupyter-widgets-disconnected::before"
     "{display:none}"
+    # A result that no longer matches the controls, while its successor is
+    # computed (Explorer._computing).
+    f".{DISPLAY_CLASS} .{STALE_CLASS}{{opacity:0.35;filter:grayscale(1)}}"
     "</style>"
 )
 
 
 def notice_html(language: str) -> str:
-    """Return the kernel-gone notice: its style rules and its sentence."""
-    return (f"{_NOTICE_CSS}<b style='color:{_FAIL}'>⚠ "
+    """Return the kernel-gone notice: the display's style rules and its sentence."""
+    return (f"{_DISPLAY_CSS}<b style='color:{_FAIL}'>⚠ "
             f"{html.escape(message('kernel_gone', language))}</b>")
+
+
+def static_note_html(language: str) -> str:
+    """Return the static note: the explorer is a still picture on this page."""
+    return ("<div style='border-left:3px solid #bf8700;padding:2px 8px'>ℹ "
+            f"{html.escape(message('explorer_static', language))}</div>")
 
 
 def with_language(language: str, body: str) -> str:
@@ -148,6 +187,10 @@ class Display:
     """
 
     widget: widgets.VBox
+    #: Whether :meth:`_assemble` adds the static note and the busy cue. Explorers
+    #: do: their controls invite the reader to try them, on a page where nothing
+    #: can follow. The check panel's stored view is left as it was.
+    static_note: ClassVar[bool] = False
 
     def __init__(self, language: str = "en") -> None:
         message("check", language)  # an unknown language fails here, clearly
@@ -181,14 +224,26 @@ class Display:
 
         The notice is hidden (an inline ``display: none``) unless the
         front end marks the display disconnected; where no rule applies (a
-        front end without JupyterLab's classes) it simply stays hidden.
+        front end without JupyterLab's classes) it simply stays hidden. With
+        :attr:`static_note`, the static note (``self.static``) follows the
+        notice, hidden the same way unless the view is the static book's, and
+        then the busy cue (``self.cue``, see :meth:`Explorer._computing`).
         """
         notice = widgets.HTML(notice_html(self.language),
                               layout=widgets.Layout(display="none"))
         notice.add_class(NOTICE_CLASS)
         self.notice = notice
-        self.widget = widgets.VBox([*head, notice, *body])
+        extra: list[widgets.Widget] = []
+        if self.static_note:
+            self.static = widgets.HTML(static_note_html(self.language),
+                                       layout=widgets.Layout(display="none"))
+            self.static.add_class(STATIC_CLASS)
+            self.cue = widgets.HTML(layout=widgets.Layout(display="none"))
+            extra = [self.static, self.cue]
+        self.widget = widgets.VBox([*head, notice, *extra, *body])
         self.widget.add_class(DISPLAY_CLASS)
+        if self.static_note:
+            self.widget.add_class(EXPLORER_CLASS)
         # Every HTML text of the display carries its language, now and
         # whenever a callback sets it anew.
         for part in _html_widgets(self.widget):
@@ -245,7 +300,44 @@ class LegendEntry:
 
 
 class Explorer(Display):
-    """Base of the course's explorers (controls that redraw a figure or a table)."""
+    """Base of the course's explorers (controls that redraw a figure or a table).
+
+    Each explorer carries the static note (:attr:`Display.static_note`) and
+    a busy cue (:meth:`_computing`).
+    """
+
+    static_note = True
+
+    @contextlib.contextmanager
+    def _computing(self, text: str, *stale: widgets.Widget) -> Iterator[None]:
+        """Say ``text`` and grey ``stale`` while the block computes their successor.
+
+        The kernel sends each change of a widget to the front end as it is
+        made, so the cue and the greying are shown before a slow computation
+        (a compilation of seconds) starts, and the previous choice's result is
+        never read as the new one's. Once the block has run, the cue goes and
+        the new result is shown plain. If it raises, the old result stays
+        greyed: it still does not belong to the controls.
+
+        Parameters
+        ----------
+        text : str
+            What is being computed, in the display's language.
+        *stale : ipywidgets.Widget
+            The widgets whose content the block replaces.
+        """
+        # Words only: an hourglass emoji is a blank box where no emoji font is.
+        self.cue.value = f"<i>{html.escape(text)}</i>"
+        self.cue.layout.display = None
+        for part in stale:
+            part.add_class(STALE_CLASS)
+        try:
+            yield
+        finally:
+            self.cue.layout.display = "none"
+        self.cue.value = ""
+        for part in stale:
+            part.remove_class(STALE_CLASS)
 
     def _runs_layout(self, action: Callable[[], object],
                      controls: Sequence[widgets.Widget], width_px: int) -> None:
@@ -388,6 +480,32 @@ def slider_style(description: str, steps: int) -> dict[str, Any]:
         "style": {"description_width": f"{label_px}px"},
         "layout": widgets.Layout(width=f"{width}px"),
     }
+
+
+def dropdown_style(description: str, options: Sequence[object]) -> dict[str, Any]:
+    """Keyword arguments that show a dropdown's label and options whole.
+
+    ipywidgets gives a label 80 px and cuts the rest with an ellipsis
+    ("global bat…"); ``description_width: initial`` lets the label take its
+    own width, and the box is made as wide as the label and the longest option
+    (the select shrinks first when the box is too narrow).
+
+    Parameters
+    ----------
+    description : str
+        The dropdown's label.
+    options : sequence
+        Its options (measured as ``str``).
+
+    Returns
+    -------
+    dict
+        ``description``, ``style`` and ``layout`` for an ipywidgets dropdown.
+    """
+    longest = max((_text_px(str(option)) for option in options), default=0)
+    width = _text_px(description) + longest + _SELECT_EXTRA_PX
+    return {"description": description, "style": {"description_width": "initial"},
+            "layout": widgets.Layout(width=f"{width}px")}
 
 
 def clear_button(language: str) -> widgets.Button:

@@ -10,9 +10,14 @@ For models of up to :data:`COMPILE_LAYERS` blocks, when the kernel has the 8
 simulated devices, the explorer also compiles the step from shapes alone
 (:func:`jaxcourse.scaling.compile_from_shapes`, a few seconds at most) and shows
 the compiled program's memory and collectives beside the formulas; it says
-which rows come from where, and why it did not compile when it did not. The
-work is done by :func:`layout_report`, a plain function; the widget only
-wires the controls to it, so tests drive it without a browser.
+which rows come from where, and why it did not compile when it did not. Each
+row names the type its bytes are counted in: the training state in float32
+(16 bytes a parameter with Adam), the bytes sent and the roofline in
+bfloat16, the compiled program in float32. The work is done by
+:func:`layout_report`, a plain function; the widget only wires the controls
+to it, so tests drive it without a browser. While it computes (a compilation
+takes seconds), the explorer says for which choice and greys the previous
+table (:meth:`jaxcourse.exercises.explorer_base.Explorer._computing`).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import ipywidgets as widgets
 from jaxcourse import scaling
 
 from ..messages import message
-from .explorer_base import Explorer, controls_row
+from .explorer_base import Explorer, controls_row, dropdown_style
 
 __all__ = ["COMPILE_LAYERS", "MESHES", "LayoutExplorer", "layout_explorer",
            "layout_report"]
@@ -171,19 +176,18 @@ class LayoutExplorer(Explorer):
                  mesh: str = "8×1", layout: str = "FSDP", chip: str = "H100 SXM", *,
                  language: str = "en", run: bool = True) -> None:
         super().__init__(language)
-        lab = lambda key: _label(language, key)  # noqa: E731
-        self.width = widgets.Dropdown(options=[256, 1024, 4096, 8192, 16384],
-                                      value=width, description=lab("width"))
-        self.layers = widgets.Dropdown(options=[2, 4, 16, 32, 64, 96], value=layers,
-                                       description=lab("layers"))
-        self.batch = widgets.Dropdown(options=[64, 512, 2048, 8192, 32768, 131072],
-                                      value=batch, description=lab("batch"))
-        self.mesh = widgets.Dropdown(options=list(MESHES), value=mesh,
-                                     description=lab("mesh"))
-        self.layout = widgets.Dropdown(options=list(scaling.LAYOUTS), value=layout,
-                                       description=lab("layout"))
-        self.chip = widgets.Dropdown(options=list(scaling.HARDWARE), value=chip,
-                                     description=lab("chip"))
+
+        def dropdown(key: str, options: list[Any], value: Any) -> widgets.Dropdown:
+            # Labels and options read whole in every language ("global bat…").
+            return widgets.Dropdown(options=options, value=value, **dropdown_style(
+                _label(self.language, key), options))
+
+        self.width = dropdown("width", [256, 1024, 4096, 8192, 16384], width)
+        self.layers = dropdown("layers", [2, 4, 16, 32, 64, 96], layers)
+        self.batch = dropdown("batch", [64, 512, 2048, 8192, 32768, 131072], batch)
+        self.mesh = dropdown("mesh", list(MESHES), mesh)
+        self.layout = dropdown("layout", list(scaling.LAYOUTS), layout)
+        self.chip = dropdown("chip", list(scaling.HARDWARE), chip)
         self.table = widgets.HTML()
         self.report: dict[str, Any] = {}
         self._on_change(self.redraw, self.width, self.layers, self.batch, self.mesh,
@@ -192,12 +196,27 @@ class LayoutExplorer(Explorer):
                         controls_row(self.mesh, self.layout, self.chip)], [self.table])
         self._start(run, self.redraw)
 
+    def choice(self) -> str:
+        """Describe the controls' current choice, in the explorer's language."""
+        return _label(self.language, "choice", width=self.width.value,
+                      layers=self.layers.value, batch=self.batch.value,
+                      mesh=self.mesh.value, layout=self.layout.value,
+                      chip=self.chip.value)
+
     def redraw(self) -> str:
-        """Recompute the table; return its HTML."""
-        self.report = layout_report(self.width.value, self.layers.value,
-                                    self.batch.value, self.mesh.value,
-                                    self.layout.value, self.chip.value, self.language)
-        self.table.value = self.report["html"]
+        """Recompute the table; return its HTML.
+
+        The busy cue names the new choice and the old table is greyed until
+        the new one replaces it: a compilation takes seconds, and a table
+        left plain under the new controls would read as theirs.
+        """
+        with self._computing(_label(self.language, "busy", choice=self.choice()),
+                             self.table):
+            self.report = layout_report(self.width.value, self.layers.value,
+                                        self.batch.value, self.mesh.value,
+                                        self.layout.value, self.chip.value,
+                                        self.language)
+            self.table.value = self.report["html"]
         return self.table.value
 
     def live_text(self) -> str:

@@ -152,6 +152,10 @@ TEXTS: dict[str, str] = {
     # Every display (the check panel and the explorers).
     "kernel_gone": "The kernel restarted: run the cells above again.",
     "explorer": "explorer",
+    "explorer_static": "This is a still picture of the explorer: on this page its "
+                       "controls compute nothing. To try it, open the chapter as a "
+                       "notebook (the rocket button at the top of the page: Binder "
+                       "or Colab) and run its cells.",
     "clear": "Clear",
     "batch_size": "batch size",
     "sgd_step": "SGD step",
@@ -306,10 +310,10 @@ TEXTS: dict[str, str] = {
     "layout_layout": "layout",
     "layout_chip": "chip",
     "layout_params": "parameters",
-    "layout_state": "training state per device",
-    "layout_sent": "bytes sent per device per step",
-    "layout_compute": "compute",
-    "layout_comm": "communication",
+    "layout_state": "training state per device (float32)",
+    "layout_sent": "bytes sent per device per step (bfloat16)",
+    "layout_compute": "compute time (at peak bfloat16 FLOP/s)",
+    "layout_comm": "communication time (bfloat16)",
     "layout_step": "step (roofline)",
     "layout_bound_compute": "compute-bound",
     "layout_bound_comm": "communication-bound",
@@ -320,10 +324,10 @@ TEXTS: dict[str, str] = {
                      "parameter (float32 with Adam), the bytes sent in bfloat16. "
                      "The chapter checks the formulas against compiled programs "
                      "of a small model.",
-    "layout_compiled_memory": "compiled program: memory per device",
+    "layout_compiled_memory": "compiled program (float32): memory per device",
     "layout_compiled_memory_line": "{arguments} arguments + {temp} temporaries; "
                                    "{peak} in all",
-    "layout_compiled_sent": "compiled program: collectives",
+    "layout_compiled_sent": "compiled program (float32): collectives",
     "layout_compiled_sent_line": "{counts}; {sent} sent per device "
                                  "(formula: {formula})",
     "layout_source_compiled": "The rows marked \"compiled program\" come from this "
@@ -339,4 +343,8 @@ TEXTS: dict[str, str] = {
     "layout_text": "Layout explorer: choose a model, a batch, a mesh of 8 devices, "
                    "a layout and a chip; see the memory per device, the bytes "
                    "sent and the roofline's step time.",
+    "layout_choice": "width {width}, {layers} blocks, global batch {batch}, "
+                     "mesh {mesh}, {layout}, {chip}",
+    "layout_busy": "Computing for {choice}… The greyed numbers are still the "
+                   "previous choice's.",
 }

@@ -126,6 +126,9 @@ TEXTS: dict[str, str] = {
     "grading_cell_error": "第 {cell} 个代码单元格引发了 {error}",
     "kernel_gone": "内核（kernel）已重新启动：请重新运行上面的单元格。",
     "explorer": "探索器",
+    "explorer_static": "这是探索器的静态画面：在这个网页上，控制项不会带动任何"
+                       "计算。要试用它，请把本章当作笔记本打开（页面顶端的火箭"
+                       "按钮：Binder 或 Colab），再运行它的单元格。",
     "clear": "清除",
     "batch_size": "批次大小",
     "sgd_step": "SGD 步数",
@@ -262,10 +265,10 @@ TEXTS: dict[str, str] = {
     "layout_layout": "布局",
     "layout_chip": "芯片",
     "layout_params": "参数",
-    "layout_state": "每个设备的训练状态",
-    "layout_sent": "每步每个设备送出的字节",
-    "layout_compute": "计算",
-    "layout_comm": "通信",
+    "layout_state": "每个设备的训练状态（float32）",
+    "layout_sent": "每步每个设备送出的字节（bfloat16）",
+    "layout_compute": "计算时间（以 bfloat16 峰值 FLOP/s 计）",
+    "layout_comm": "通信时间（bfloat16）",
     "layout_step": "一步（roofline）",
     "layout_bound_compute": "受计算限制",
     "layout_bound_comm": "受通信限制",
@@ -278,10 +281,10 @@ TEXTS: dict[str, str] = {
     "layout_text": "布局探索器：选择模型、批次、8 个设备的网格、布局与芯片，"
                    "看每个设备的内存、送出的字节与 roofline "
                    "估计的步骤时间。",
-    "layout_compiled_memory": "编译后的程序：每个设备的内存",
+    "layout_compiled_memory": "编译后的程序（float32）：每个设备的内存",
     "layout_compiled_memory_line": "参数 {arguments} + 临时缓冲区 {temp}；"
                                   "共 {peak}",
-    "layout_compiled_sent": "编译后的程序：集体通信",
+    "layout_compiled_sent": "编译后的程序（float32）：集体通信",
     "layout_compiled_sent_line": "{counts}；每个设备送出 {sent}（公式：{for"
                                 "mula}）",
     "layout_source_compiled": "标为“编译后的程序”的项目，是把这一步只依形状（scalin"
@@ -294,4 +297,7 @@ TEXTS: dict[str, str] = {
                                "深度增加。",
     "layout_not_compiled_devices": "没有编译：这个 Jupyter kernel 的设备少于 8"
                                   " 个（请先调用 use_cpu_devices(8)）。",
+    "layout_choice": "宽度 {width}、{layers} 个区块、全局批次 {batch}、"
+                     "网格 {mesh}、{layout}、{chip}",
+    "layout_busy": "正在计算：{choice}……灰色的数字仍是上一个选择的结果。",
 }

@@ -123,6 +123,9 @@ TEXTS: dict[str, str] = {
     "grading_cell_error": "第 {cell} 個程式碼儲存格引發了 {error}",
     "kernel_gone": "核心（kernel）已重新啟動：請重新執行上面的儲存格。",
     "explorer": "探索器",
+    "explorer_static": "這是探索器的靜態畫面：在這個網頁上，控制項不會帶動任何"
+                       "計算。要試用它，請把本章當作筆記本開啟（頁面頂端的火箭"
+                       "按鈕：Binder 或 Colab），再執行它的儲存格。",
     "clear": "清除",
     "batch_size": "批次大小",
     "sgd_step": "SGD 步數",
@@ -257,10 +260,10 @@ TEXTS: dict[str, str] = {
     "layout_layout": "佈局",
     "layout_chip": "晶片",
     "layout_params": "參數",
-    "layout_state": "每個裝置的訓練狀態",
-    "layout_sent": "每步每個裝置送出的位元組",
-    "layout_compute": "計算",
-    "layout_comm": "通訊",
+    "layout_state": "每個裝置的訓練狀態（float32）",
+    "layout_sent": "每步每個裝置送出的位元組（bfloat16）",
+    "layout_compute": "計算時間（以 bfloat16 峰值 FLOP/s 計）",
+    "layout_comm": "通訊時間（bfloat16）",
     "layout_step": "一步（roofline）",
     "layout_bound_compute": "受計算限制",
     "layout_bound_comm": "受通訊限制",
@@ -270,10 +273,10 @@ TEXTS: dict[str, str] = {
     "layout_source": "依本章的公式計算：訓練狀態每個參數 16 位元組"
                      "（float32 加 Adam），送出的位元組以 bfloat16 計。"
                      "本章已用小模型編譯後的程式驗證這些公式。",
-    "layout_compiled_memory": "編譯後的程式：每個裝置的記憶體",
+    "layout_compiled_memory": "編譯後的程式（float32）：每個裝置的記憶體",
     "layout_compiled_memory_line": "引數 {arguments} + 臨時緩衝區 {temp}；"
                                    "共 {peak}",
-    "layout_compiled_sent": "編譯後的程式：集體通訊",
+    "layout_compiled_sent": "編譯後的程式（float32）：集體通訊",
     "layout_compiled_sent_line": "{counts}；每個裝置送出 {sent}（公式：{formula}）",
     "layout_source_compiled": "標為「編譯後的程式」的項目，是把這一步只依形狀"
                               "（scaling.compile_from_shapes）為 8 個模擬 CPU 裝置"
@@ -287,4 +290,7 @@ TEXTS: dict[str, str] = {
     "layout_text": "佈局探索器：選擇模型、批次、8 個裝置的網格、佈局與晶片，"
                    "看每個裝置的記憶體、送出的位元組與 roofline "
                    "估計的步驟時間。",
+    "layout_choice": "寬度 {width}、{layers} 個區塊、全域批次 {batch}、"
+                     "網格 {mesh}、{layout}、{chip}",
+    "layout_busy": "正在計算：{choice}……灰色的數字仍是上一個選擇的結果。",
 }
