@@ -10,8 +10,10 @@ slider of the explorer (its output must change). Then restart the kernel
 (Kernel → Restart Kernel…): the old panel must say, in place, that the kernel
 restarted, and a click on its Check button must send nothing (before, it
 raised "Uncaught Error: Cannot send" in the console). The browser console must
-stay free of errors. Screenshots go to tests/_artifacts/screenshots/lab__*.png. The
-server is shut down at the end, and no process it started may outlive it.
+stay free of errors. A chapter notebook opened beside them must show its MyST
+admonitions rendered, as the book does (jupyterlab-myst), never as raw
+":::{admonition}" text. Screenshots go to tests/_artifacts/screenshots/lab__*.png.
+The server is shut down at the end, and no process it started may outlive it.
 """
 
 from __future__ import annotations
@@ -42,6 +44,13 @@ RUN_ALL_S = 240.0
 CHECK_S = 60.0
 # Console entries that are not the course's: the favicon the server lacks.
 IGNORED = ("/favicon.ico ",)
+# A chapter whose MyST admonitions (a titled one with a :class:) must render in Lab.
+CHAPTER = "06_scaling.ipynb"
+# A MyST admonition's opening fence, as the chapters write them: the kind, then
+# (for the generic ``admonition``) its title.
+ADMONITION = re.compile(
+    r"^(?::{3,}|`{3,})\{(admonition|attention|caution|danger|error|hint|important"
+    r"|note|seealso|tip|warning)\}[ \t]*(.*)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -134,6 +143,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     root.mkdir()
     for learner in LEARNERS:
         shutil.copy(REPO / "exercises" / learner.notebook, root / learner.notebook)
+    shutil.copy(REPO / "book" / CHAPTER, root / CHAPTER)
     _settings(home / "settings")
     token, port = secrets.token_hex(16), _free_port()
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(home / "config"),
@@ -437,3 +447,98 @@ def _work_through(driver: object, lab: Lab, learner: Learner, shot: Path) -> Non
     assert _output_text(panel) == gone, "the old panel changed after the restart"
     driver.execute_script("arguments[0].scrollIntoView({block: 'start'});", panel)
     driver.save_screenshot(f"{shot}__restarted.png")
+
+
+# ---- a chapter's MyST markup -----------------------------------------------------
+
+
+def _admonitions(notebook: Path) -> list[tuple[str, str]]:
+    """The MyST admonitions of a notebook's Markdown cells, in order.
+
+    Parameters
+    ----------
+    notebook : Path
+        The ``.ipynb`` file.
+
+    Returns
+    -------
+    list of tuple of str
+        ``(kind, title)`` for each admonition: the title the generic
+        ``admonition`` directive writes on its fence, "" for the other kinds
+        (their title is their kind, "Note" for ``note``).
+    """
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    found = []
+    for cell in cells:
+        if cell["cell_type"] != "markdown":
+            continue
+        source = "".join(cell["source"])
+        for kind, title in ADMONITION.findall(source):
+            found.append((kind, title.strip() if kind == "admonition" else ""))
+    return found
+
+
+def _straight(text: str) -> str:
+    """``text`` with MyST's typographic quotes made straight, as sources write them."""
+    return text.translate(str.maketrans("‘’“”", "''\"\""))
+
+
+def _rendered_admonitions(driver: object) -> list[str]:
+    """The titles of the admonitions jupyterlab-myst rendered (each an <aside>)."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll("
+        "'.jp-MarkdownCell aside.myst-admonition')].map(a => (a.querySelector("
+        "'.myst-admonition-header') || {innerText: ''}).innerText.trim());")
+
+
+def _raw_markup(driver: object) -> list[str]:
+    """Visible text of rendered Markdown cells that still shows a MyST fence."""
+    # A rendered cell's editor is hidden (display: none): innerText leaves it out.
+    return driver.execute_script(
+        "return [...document.querySelectorAll('.jp-MarkdownCell')]"
+        ".map(c => c.innerText).filter(t => /(:::|```)\\{/.test(t))"
+        ".map(t => t.slice(0, 120));")
+
+
+def test_a_chapter_shows_its_admonitions_rendered(lab: Lab) -> None:
+    wanted = _admonitions(lab.root / CHAPTER)
+    assert any(kind == "admonition" and title for kind, title in wanted), (
+        f"{CHAPTER} has no titled admonition left: point CHAPTER at one that has")
+    shot = SHOTS / f"lab__{Path(CHAPTER).stem}"
+    with chromium(window="1400,1000") as driver:
+        try:
+            _read_admonitions(driver, lab, wanted, shot)
+        except BaseException:
+            driver.save_screenshot(f"{shot}__failed.png")
+            raise
+        finally:
+            _stop_kernels(lab)
+
+
+def _read_admonitions(driver: object, lab: Lab, wanted: list[tuple[str, str]],
+                      shot: Path) -> None:
+    driver.get(f"{lab.url}/lab/workspaces/{Path(CHAPTER).stem}/tree/{CHAPTER}"
+               f"?reset&token={lab.token}")
+    wait_until(lambda: len(_cells(driver)) > 5 and _kernel_idle(driver),
+               "the chapter did not open with an idle kernel", 90)
+    # Markdown cells render one by one after the notebook opens.
+    wait_until(lambda: len(_rendered_admonitions(driver)) >= len(wanted), "", 30,
+               fail=False)
+    raw = _raw_markup(driver)
+    assert not raw, (
+        "MyST markup shows as raw text in JupyterLab (is jupyterlab-myst installed "
+        f"and enabled? `jupyter labextension list`): {raw}")
+    shown = _rendered_admonitions(driver)
+    assert len(shown) == len(wanted), (
+        f"{len(wanted)} admonitions in {CHAPTER}, {len(shown)} rendered: {shown}")
+    titles = {_straight(title) for title in shown}
+    missing = [title for kind, title in wanted if title and title not in titles]
+    assert not missing, f"admonitions without their title {missing}; shown: {shown}"
+    assert not wait_until(lambda: _modified(driver), "", 3, fail=False), (
+        "opening the chapter modified it")
+    severe = severe_log_entries(driver, ignore=IGNORED)
+    assert not severe, "browser errors:\n" + "\n".join(severe)
+    driver.execute_script(
+        "document.querySelector('.jp-MarkdownCell aside.myst-admonition')"
+        ".scrollIntoView({block: 'start'});")
+    driver.save_screenshot(f"{shot}__admonition.png")
