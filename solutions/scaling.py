@@ -1,20 +1,21 @@
 """Reference code for chapter 6's exercises: memory, communication and layouts.
 
-Importing this module registers six exercises with :mod:`jaxcourse.exercises`:
-
-* ``scaling.state_bytes_per_device``: the training state one device holds;
-* ``scaling.fsdp_specs``: the ``PartitionSpec`` tree of FSDP (8 devices);
-* ``scaling.tp_mlp``: Megatron's MLP block in ``shard_map``, with one
-  all-reduce (8 devices);
-* ``scaling.collective_bytes``: what one device sends on a ring;
-* ``scaling.best_layout``: the layout and mesh that fit a memory budget and
-  send the fewest bytes;
-* ``scaling.critical_batch``: the batch per device above which an FSDP step
-  is compute-bound.
+Importing this module registers eight exercises with :mod:`jaxcourse.exercises`,
+in the chapter's order: ``state_bytes_per_device`` (the training state one
+device holds), ``step_memory`` (a compiled step's state and XLA's peak, without
+and with donation), ``remat_policy`` (the cheapest policy whose residuals fit),
+``fsdp_specs`` (FSDP's specs for any tree, 8 devices), ``tp_mlp`` (Megatron's
+block in ``shard_map`` with one all-reduce, 8 devices), ``layout_bytes`` (what
+a device sends in a step), ``best_layout`` (the layout that fits and sends the
+least) and ``critical_batch`` (the batch per chip above which a layout is
+compute-bound, pass by pass).
 
 The formulas are those of :mod:`jaxcourse.scaling`, which the chapter and the
 explorer share; the references restate them so that the shown solution is the
-reasoning, not a call. How the cases are built is
+reasoning, not a call. The rules (which spec, which policy, which layout, which
+batch) are checked on at least 20 random cases each, keyed by the call that
+gave each output, so that a rule fitted to the shown cases fails on a case it
+can name. How the cases are built is
 :mod:`solutions.scaling_checks`'s part; the known wrong answers are in
 :mod:`solutions.scaling_mistakes`.
 """
@@ -27,25 +28,44 @@ import jax
 from jax.sharding import PartitionSpec as P
 
 from jaxcourse import scaling
-from jaxcourse.exercises import Case, Exercise, Mistake, register
-from jaxcourse.numerics import FLOAT32_ROUNDOFF, sum_tolerance
+from jaxcourse.exercises import Case, Exercise, Mistake, each_call, register
+from jaxcourse.numerics import FLOAT32_ROUNDOFF
 from jaxcourse.scaling import LAYOUTS, Size
 from solutions import scaling_mistakes as wrong
 from solutions.scaling_checks import (
     MESHES,
+    best_case,
+    best_layout_calls,
+    compiled_call,
     compiled_kinds,
+    critical_calls,
+    critical_case,
+    inputs_deleted,
+    layout_bytes_calls,
     layout_choice,
+    memory_case,
+    memory_inputs,
     mlp_inputs,
+    numbers,
     params_inputs,
     placed_shards,
+    program_has_shard_map,
+    random_trees,
+    remat_calls,
+    remat_case,
+    remat_choice,
     result_layout,
-    spec_codes,
+    specs_case,
+    state_calls,
+    state_case,
+    tp_tolerance,
+    tree_rule_codes,
     values,
 )
-from solutions.shard_map_checks import shard_map_used
 
-__all__ = ["MESHES", "best_layout", "collective_bytes", "critical_batch",
-           "fsdp_specs", "state_bytes_per_device", "tp_mlp"]
+__all__ = ["MESHES", "REMAT_POLICIES", "best_layout", "critical_batch",
+           "fsdp_specs", "layout_bytes", "remat_policy", "state_bytes_per_device",
+           "step_memory", "tp_mlp"]
 
 CHAPTER = "06_scaling"
 DEVICES = 8
@@ -65,9 +85,49 @@ def state_bytes_per_device(size: Size, layout: str, data: int, model: int) -> in
     return 4 * per_copy  # parameters, gradients, Adam's first and second moments
 
 
-def fsdp_specs(params: Any) -> Any:
-    """Return FSDP's specs: every weight's first dimension split over "data"."""
-    return jax.tree.map(lambda weight: P("data", None), params)
+def step_memory(step: Any, params: Any, opt_state: Any, x: jax.Array,
+                y: jax.Array) -> dict[str, int]:
+    """Return the training state's bytes and XLA's peak, without and with donation."""
+    args = (params, opt_state, x, y)
+    # Compiled, not run: the memory analysis is a property of the program.
+    plain = jax.jit(step).lower(*args).compile().memory_analysis()
+    donating = jax.jit(step, donate_argnums=(0, 1)).lower(*args).compile()
+    # What lives between two steps: parameters, Adam's moments and step count
+    # (the gradients are made and used up inside the step).
+    state = sum(leaf.nbytes for leaf in jax.tree.leaves((params, opt_state)))
+    return {"state": state, "peak": plain.peak_memory_in_bytes,
+            "donated_peak": donating.memory_analysis().peak_memory_in_bytes}
+
+
+#: The remat policies, from the fewest FLOPs (and most memory) to the most.
+REMAT_POLICIES = ("no remat", "checkpoint_dots", "full remat")
+
+
+def remat_policy(size: Size, batch: int, budget_bytes: float) -> str | None:
+    """Return the first policy, in order of FLOPs, whose residuals fit the budget."""
+    rows = batch * size.layers  # one (batch, ...) array per block, per kind kept
+    # Kept by every policy: each block's float32 output (the next block's
+    # input; the last one's is the loss's difference), rows * d * 4 bytes.
+    outputs = rows * size.width * 4
+    kept = {
+        # relu's output and the zeros its gradient selects from (float32), and
+        # its mask (bool): 9 bytes per hidden unit.
+        "no remat": outputs + rows * size.hidden * 9,
+        "checkpoint_dots": outputs + rows * size.hidden * 4,  # x @ w_in only
+        "full remat": outputs,
+    }
+    return next((name for name in REMAT_POLICIES if kept[name] <= budget_bytes), None)
+
+
+def fsdp_specs(params: Any, n: int) -> Any:
+    """Return FSDP's specs: each array's first dimension that n divides, over "data"."""
+    def spec(weight: Any) -> P:
+        for axis, length in enumerate(weight.shape):
+            if length % n == 0:
+                return P(*[None] * axis, "data")
+        return P()  # no dimension splits evenly: keep it whole on every device
+
+    return jax.tree.map(spec, params)
 
 
 def tp_mlp(x: jax.Array, w_in: jax.Array, w_out: jax.Array, mesh: Any) -> jax.Array:
@@ -83,14 +143,30 @@ def tp_mlp(x: jax.Array, w_in: jax.Array, w_out: jax.Array, mesh: Any) -> jax.Ar
                          out_specs=P("data", None))(x, w_in, w_out)
 
 
-def collective_bytes(kind: str, nbytes: float, n: int) -> float:
-    """Return the bytes one device sends for a collective on a ring of ``n``."""
-    if n <= 1:
-        return 0.0
-    share = nbytes * (n - 1) / n  # n - 1 steps, each one piece of 1/n
-    if kind == "all-reduce":
-        return 2 * share  # a reduce-scatter, then an all-gather
-    return share  # all-gather, reduce-scatter
+def layout_bytes(size: Size, layout: str, batch: int, data: int, model: int,
+                 regather: bool = False) -> float:
+    """Return the bytes one device sends in a float32 training step of ``layout``."""
+    def ring(kind: str, nbytes: float, n: int) -> float:
+        share = nbytes * (n - 1) / n  # n - 1 steps, each one piece of 1/n
+        return 2 * share if kind == "all-reduce" else share
+
+    weight = size.width * size.hidden * 4  # one matrix, float32
+    weights = 2 * size.layers
+    sent = ring("all-reduce", 4, data)  # the loss: each group's sum, summed
+    if layout == "data parallel":
+        sent += weights * ring("all-reduce", weight, data)
+    if layout in ("FSDP", "FSDP + TP"):
+        piece = weight / (model if layout == "FSDP + TP" else 1)
+        gathers = 2 if regather else 1  # ZeRO-3 gathers again for the backward
+        sent += weights * (gathers * ring("all-gather", piece, data)
+                           + ring("reduce-scatter", piece, data))
+    if layout in ("tensor parallel", "FSDP + TP"):
+        activation = batch / data * size.width * 4
+        # One all-reduce per block forward, one per block but the first backward.
+        sent += (2 * size.layers - 1) * ring("all-reduce", activation, model)
+        if layout == "tensor parallel":
+            sent += weights * ring("all-reduce", weight / model, data)
+    return sent
 
 
 def best_layout(size: Size, batch: int,
@@ -114,13 +190,23 @@ def best_layout(size: Size, batch: int,
     return layout, mesh
 
 
-def critical_batch(hw_flops: float, link_bandwidth: float, itemsize: int,
-                   n: int) -> float:
-    """Return the batch per device above which FSDP on n devices is compute-bound."""
-    # Per device and per parameter P (it cancels): compute 6 * b / hw_flops;
-    # communication: gather, re-gather, reduce-scatter, each (n-1)/n of P.
-    sent_per_param = 3 * (n - 1) / n * itemsize
-    return sent_per_param / link_bandwidth * hw_flops / 6
+def critical_batch(layout: str, size: Size, data: int, model: int, flops: float,
+                   axis_bandwidth: float, itemsize: int) -> float:
+    """Return the batch per chip above which both passes of a step are compute-bound."""
+    alpha = flops / axis_bandwidth  # FLOPs a chip does per byte it sends
+    if layout == "data parallel":
+        # The all-reduce, 2 (n-1)/n W, only hides behind the backward pass:
+        # 4 W b / itemsize FLOPs per chip for b examples.
+        return (data - 1) / data * itemsize * alpha / 2
+    # The forward pass (the backward one has twice the FLOPs and at most twice
+    # the bytes): 2 P b FLOPs per chip against the gather of this chip's
+    # 1/model of the weights, which does not grow with b, and the all-reduces
+    # of the activations over "model", which do.
+    weights = (data - 1) / data * itemsize * alpha / (2 * model)
+    activations = (model - 1) * itemsize * alpha / (8 * size.width)
+    if activations >= 1:
+        return float("inf")  # the activations alone outrun the FLOPs
+    return weights / (1 - activations)
 
 
 # ---- the exercises -------------------------------------------------------
@@ -128,57 +214,14 @@ def critical_batch(hw_flops: float, link_bandwidth: float, itemsize: int,
 SMALL, WIDE, DEEP = Size(64, 2), Size(256, 4), Size(1024, 8)
 
 
-def tp_tolerance(width: int) -> float:
-    """Return how far two float32 evaluations of one MLP block may differ.
-
-    Each output sums ``d`` then ``4 d`` terms, so to first order it is within
-    ``gamma_{5d}`` of exact, relative to ``(|x| @ |w_in|) @ |w_out|``; for the
-    cases' unit-variance inputs that magnitude stays below 64 (at most 55 over
-    200 seeds of both shapes), and two evaluations differ by at most twice that.
-    """
-    return 2 * sum_tolerance(5 * width) * 64
 H100, V5E = scaling.HARDWARE["H100 SXM"], scaling.HARDWARE["TPU v5e"]
-# Said of every answer that gathers the weights, whatever it adds to them.
-GATHERED_WEIGHTS = ("you gathered the weights whole onto every device (two "
-                    "all-gathers of weights, and no memory saved): keep them split "
-                    "and sum the partial outputs with one psum over 'model'")
 
 
-def _numbers(*args: Any) -> Any:
-    return lambda rng: args
-
-
-def _state_case(size: Size, layout: str, data: int, model: int) -> Case:
-    article = "an" if data == 8 else "a"
-    return Case(f"{layout} on {article} {data} × {model} mesh, "
-                f"Size(width={size.width}, layers={size.layers})",
-                _numbers(size, layout, data, model), dtype="any")
-
-
-def _bytes_case(kind: str, nbytes: int, n: int) -> Case:
-    # The cases' device counts are powers of two and their byte counts below
-    # 2**23: every step (nbytes / n, (n - 1) / n, 1 - 1 / n, the products) is
-    # exact, even in float32, so every correct order gives the same number.
-    devices = "1 device" if n == 1 else f"{n} devices"
-    return Case(f"{kind} of {nbytes:,} bytes over {devices}",
-                _numbers(kind, nbytes, n), dtype="any", rtol=0.0, atol=0.0)
-
-
-def _best_case(size: Size, batch: int, budget: float) -> Case:
-    return Case(f"Size(width={size.width}, layers={size.layers}), batch {batch}, "
-                f"budget {budget / 1e6:g} MB (compared as [index in LAYOUTS, data, "
-                "model])", _numbers(size, batch, budget), extract=layout_choice,
-                dtype="any")
-
-
-def _critical_case(hw: scaling.Hardware, itemsize: int, n: int) -> Case:
-    # A product and quotient of the inputs: an answer computed in float32 (with
-    # jnp) rounds each of the two inputs and at most six operations, within u
-    # each; in float64, far less. The nearest wrong formula is off by a third.
-    return Case(f"{hw.name}, {itemsize}-byte numbers, {n} devices",
-                _numbers(hw.flops, scaling.axis_bandwidth(hw), itemsize, n),
-                dtype="any",
-                rtol=2 * 8 * FLOAT32_ROUNDOFF)
+#: Said of the random cases: what is compared, and that the case is named.
+RANDOM = "the first wrong one is named by its call"
+#: Where a rule's mistakes are named: on its random case, the last, where only
+#: the slip itself gives every answer (one shown choice fits many slips).
+ON_RANDOM = (-1,)
 
 
 register(
@@ -188,10 +231,13 @@ register(
         chapter=CHAPTER,
         reference=state_bytes_per_device,
         cases=[
-            _state_case(WIDE, "data parallel", 8, 1),
-            _state_case(WIDE, "FSDP", 8, 1),
-            _state_case(DEEP, "tensor parallel", 4, 2),
-            _state_case(DEEP, "FSDP + TP", 2, 4),
+            state_case(WIDE, "data parallel", 8, 1),
+            state_case(WIDE, "FSDP", 8, 1),
+            state_case(DEEP, "tensor parallel", 4, 2),
+            state_case(DEEP, "FSDP + TP", 2, 4),
+            Case("24 random sizes, layouts and meshes of 8; " + RANDOM,
+                 state_calls(), runner=each_call(), dtype="any", rtol=0.0,
+                 atol=0.0),
         ],
         hints=[
             "Count the parameters first: each block has two matrices, and you know "
@@ -203,9 +249,10 @@ register(
             "layout cut along?",
         ],
         mistakes=[
-            Mistake("this is parameters and gradients only: Adam keeps two moments "
-                    "per parameter as well, four copies in all",
-                    wrong.state_without_adam),
+            Mistake("this is half the state: parameters and gradients only (Adam "
+                    "keeps two moments per parameter as well, four copies in all), "
+                    "or four copies of 2-byte numbers (the state is float32, 4 "
+                    "bytes)", wrong.state_without_adam),
             Mistake("three copies counted: parameters, gradients and Adam's two "
                     "moments make four", wrong.state_without_grads),
             Mistake("tensor parallelism splits the weights over 'model' only; on a "
@@ -218,39 +265,142 @@ register(
         ],
     ),
     Exercise(
+        id="scaling.step_memory",
+        title="Read a compiled step's memory: the state, the peak, donation",
+        chapter=CHAPTER,
+        reference=step_memory,
+        cases=[
+            memory_case(Size(64, 2), 32),
+            memory_case(Size(128, 3), 256),
+            memory_case(Size(96, 1), 8),
+            Case("the arrays handed to step_memory are still there after it "
+                 "returns: nothing ran that deleted them (advice)",
+                 memory_inputs(Size(64, 2), 32), runner=inputs_deleted,
+                 advice=True),
+        ],
+        hints=[
+            "jax.jit(step).lower(*args).compile() gives the program XLA will run; "
+            "its memory_analysis() answers without running anything. Which of its "
+            "fields is XLA's own peak?",
+            "The state is what must survive from one step to the next. List the "
+            "arrays in params and opt_state: are the gradients among them?",
+            "Donation is a property of the compiled program: compile the step a "
+            "second time, telling jit which arguments it may overwrite (both the "
+            "parameters and the optimizer's state).",
+        ],
+        mistakes=[
+            Mistake("the state between two steps is the parameters and Adam's "
+                    "moments and step count, 12 bytes per parameter and 4: the "
+                    "gradients are made and used up inside the step",
+                    wrong.memory_state_with_grads),
+            Mistake("this is arguments + outputs + temporaries, as if every buffer "
+                    "lived for the whole step: XLA's peak is the memory analysis's "
+                    "peak_memory_in_bytes", wrong.memory_peak_as_sum),
+            Mistake("the temporaries are only part of the peak: read "
+                    "peak_memory_in_bytes", wrong.memory_peak_as_temp),
+            Mistake("only the parameters were donated: Adam's moments are replaced "
+                    "every step too, donate_argnums=(0, 1)",
+                    wrong.memory_donated_params_only),
+            Mistake("the donated peak is that of the same program: compile a second "
+                    "one with donate_argnums", wrong.memory_not_donated),
+            Mistake("the donated step was run: in a notebook the arrays it was "
+                    "given are now deleted. Compiling is enough: memory_analysis() "
+                    "needs no run", wrong.memory_run_donated, cases=(-1,)),
+        ],
+    ),
+    Exercise(
+        id="scaling.remat_policy",
+        title="Which remat policy fits a memory budget?",
+        chapter=CHAPTER,
+        reference=remat_policy,
+        cases=[
+            remat_case(Size(256, 4), 512, 20_971_520),
+            remat_case(Size(256, 4), 512, 12e6),
+            remat_case(Size(256, 4), 512, 10_485_760),
+            remat_case(Size(256, 4), 512, 2_097_152),
+            remat_case(Size(256, 4), 512, 1e6),
+            Case("24 random sizes, batches and budgets (each compared as the index "
+                 "in REMAT_POLICIES, None as 3); " + RANDOM, remat_calls(),
+                 runner=each_call(remat_choice), dtype="any"),
+        ],
+        hints=[
+            "Read the chapter's residual lists again: per block and per example, "
+            "which arrays does each policy keep, of which shape and dtype? "
+            "scaling.saved_residuals shows them for any size you try.",
+            "Some residuals are kept whatever the policy: the arrays that pass "
+            "from one block to the next. Count them once, then what each policy "
+            "adds.",
+            "Go through REMAT_POLICIES in order (fewest FLOPs first) and stop at "
+            "the first whose bytes are within the budget.",
+        ],
+        mistakes=[
+            Mistake("full remat fits whenever any policy does, but asks for the most "
+                    "FLOPs: take the first policy, in order of FLOPs, that fits",
+                    wrong.remat_least_memory, cases=ON_RANDOM),
+            Mistake("the ReLU's mask is a bool, 1 byte per hidden unit, not 4",
+                    wrong.remat_mask_as_float, cases=ON_RANDOM),
+            Mistake("each block's output is kept too, whatever the policy: it is "
+                    "the next block's input (and the loss's)",
+                    wrong.remat_without_outputs, cases=ON_RANDOM),
+            Mistake("the weights are kept whatever the policy: compare the "
+                    "residuals (activations) alone with the budget",
+                    wrong.remat_with_weights, cases=ON_RANDOM),
+        ],
+    ),
+    Exercise(
         id="scaling.fsdp_specs",
-        title="FSDP as a tree of PartitionSpecs",
+        title="FSDP's PartitionSpecs for any tree of arrays",
         chapter=CHAPTER,
         devices=DEVICES,
         reference=fsdp_specs,
         cases=[
-            Case("the specs, one per weight, padded to its rank (0: None, 1: "
-                 "'data', 2: 'model'), Size(width=64, layers=2)",
-                 params_inputs(SMALL), runner=spec_codes),
-            Case("placed on an 8 × 1 mesh: device 0's block of each weight and the "
-                 "number of distinct blocks", params_inputs(SMALL),
+            specs_case(SMALL, 8),
+            Case("placed on an 8 × 1 mesh (n = 8): device 0's block of each weight "
+                 "and the number of distinct blocks",
+                 lambda rng: (*params_inputs(SMALL)(rng), 8),
                  runner=placed_shards(8, 1)),
-            Case("placed on a 4 × 2 mesh, Size(width=32, layers=3)",
-                 params_inputs(Size(32, 3)), runner=placed_shards(4, 2)),
+            Case("placed on a 4 × 2 mesh (n = 4), Size(width=32, layers=3)",
+                 lambda rng: (*params_inputs(Size(32, 3))(rng), 4),
+                 runner=placed_shards(4, 2)),
+            Case("8 random trees of arrays of rank 0 to 3 and n = 2, 4 or 8: each "
+                 "array's spec as codes, keyed by n and its shape; the first wrong "
+                 "one is named", random_trees(), runner=tree_rule_codes),
         ],
         hints=[
-            "The answer has the same shape as params: a list with one dict per "
-            "block, whose values are PartitionSpecs instead of arrays.",
-            "jax.tree.map applies a function to every leaf of a tree and keeps "
-            "the tree's structure.",
-            "A PartitionSpec names one mesh axis (or None) per dimension of the "
-            "array, in order; FSDP only uses one of the two axes.",
+            "The answer has the same shape as params, with a PartitionSpec "
+            "where each array was: jax.tree.map keeps a tree's structure.",
+            "Decide for one array at a time, from its shape and n alone: go "
+            "through its dimensions in order and stop at the first one that can "
+            "be cut into n equal pieces.",
+            "A PartitionSpec names one mesh axis (or None) per dimension, in "
+            "order: to split the third dimension, the first two entries are "
+            "None. An array with no such dimension (a scalar, a bias of odd "
+            "length) stays whole: P().",
         ],
         mistakes=[
-            Mistake("the columns are split (the second dimension): FSDP splits "
-                    "every weight's first dimension", wrong.specs_by_columns),
+            Mistake("the first dimension is split even where n does not divide it: "
+                    "split the first dimension that n divides, or keep the array "
+                    "whole", wrong.specs_first_always, cases=ON_RANDOM),
+            Mistake("the largest dimension n divides was split: FSDP here splits "
+                    "the first one", wrong.specs_largest, cases=ON_RANDOM),
+            Mistake("the last dimension n divides was split: go through the "
+                    "dimensions from the first", wrong.specs_last, cases=ON_RANDOM),
+            Mistake("only the first dimension was tried: when n does not divide "
+                    "it, try the next ones before keeping the array whole",
+                    wrong.specs_first_only, cases=ON_RANDOM),
+            Mistake("a dimension at least n long is not enough: n must divide it, "
+                    "or the pieces are not equal", wrong.specs_at_least_n,
+                    cases=ON_RANDOM),
+            Mistake("n is an argument: these specs were chosen for 8 devices "
+                    "whatever n is", wrong.specs_fixed_eight, cases=ON_RANDOM),
+            Mistake("a PartitionSpec's entries follow the dimensions in order: to "
+                    "split dimension k, put k Nones before 'data'",
+                    wrong.specs_without_leading_nones, cases=ON_RANDOM),
             Mistake("the weights are split over 'model': FSDP shards over the "
                     "'data' axis, the one the batch is split over",
-                    wrong.specs_over_model),
+                    wrong.specs_over_model, cases=ON_RANDOM),
             Mistake("every weight is replicated: this is data parallelism, each "
-                    "device holds everything", wrong.specs_replicated),
-            Mistake("the weights are split over both axes (FSDP + TP): FSDP "
-                    "uses 'data' only", wrong.specs_both_axes),
+                    "device holds everything", wrong.specs_replicated, cases=ON_RANDOM),
         ],
     ),
     Exercise(
@@ -259,21 +409,27 @@ register(
         chapter=CHAPTER,
         devices=DEVICES,
         reference=tp_mlp,
+        # Each mesh's first case compiles the function once (fresh); the
+        # other cases on the 2 × 4 mesh read that program, so a Check
+        # compiles two (scaling_checks.program).
         cases=[
             Case("values on a 2 × 4 mesh (x (16, 32), w_in (32, 128), w_out "
-                 "(128, 32))", mlp_inputs(2, 4, 16, 32), extract=values,
+                 "(128, 32))", mlp_inputs(2, 4, 16, 32),
+                 runner=compiled_call(fresh=True), extract=values,
                  rtol=0.0, atol=tp_tolerance(32)),
             Case("values on a 1 × 4 mesh (x (6, 24), hidden 96)",
-                 mlp_inputs(1, 4, 6, 24), extract=values, rtol=0.0,
-                 atol=tp_tolerance(24)),
+                 mlp_inputs(1, 4, 6, 24), runner=compiled_call(fresh=True),
+                 extract=values, rtol=0.0, atol=tp_tolerance(24)),
             Case("the result is split by rows over 'data', P('data', None): device "
                  "0's block and the number of distinct blocks (2 × 4 mesh)",
-                 mlp_inputs(2, 4, 16, 32), extract=result_layout),
+                 mlp_inputs(2, 4, 16, 32), runner=compiled_call(),
+                 extract=result_layout),
             Case("the compiled program's collectives, counted by kind ("
                  + ", ".join(scaling.KINDS) + "): exactly one all-reduce",
                  mlp_inputs(2, 4, 16, 32), runner=compiled_kinds),
             Case("the per-device program is a jax.shard_map (advice)",
-                 mlp_inputs(2, 4, 16, 32), runner=shard_map_used, advice=True),
+                 mlp_inputs(2, 4, 16, 32), runner=program_has_shard_map,
+                 advice=True),
         ],
         hints=[
             "Write down what one device holds: its rows of x with every column, "
@@ -286,11 +442,16 @@ register(
             "on every device of a 'model' group.",
         ],
         mistakes=[
-            Mistake(GATHERED_WEIGHTS, wrong.tp_gathered_weights),
-            Mistake(GATHERED_WEIGHTS, wrong.tp_gathered_weights_then_summed),
+            Mistake(wrong.UNSUMMED_OVER_MODEL, wrong.tp_sum_over_data,
+                    raises="out_specs which require replication"),
+            Mistake(wrong.GATHERED_WEIGHTS, wrong.tp_gathered_weights),
+            Mistake(wrong.GATHERED_WEIGHTS, wrong.tp_gathered_weights_then_summed),
             Mistake("each device returned its own partial product: the partial "
                     "products over 'model' must be summed",
                     wrong.tp_without_sum),
+            # After the missing sum: on a 1 × 4 mesh a sum over 'data' is none.
+            Mistake(wrong.SUMMED_OVER_DATA, wrong.tp_sum_over_both_axes),
+            Mistake(wrong.SUMMED_OVER_DATA, wrong.tp_sum_over_data_unchecked),
             Mistake("relu was applied after the sum: it belongs to the hidden "
                     "units, before the second product", wrong.tp_relu_after_sum),
             Mistake("the partial products were averaged (pmean): they are terms of "
@@ -300,35 +461,49 @@ register(
         ],
     ),
     Exercise(
-        id="scaling.collective_bytes",
-        title="What a ring collective sends",
+        id="scaling.layout_bytes",
+        title="What one device sends in a step of each layout",
         chapter=CHAPTER,
-        reference=collective_bytes,
+        reference=layout_bytes,
         cases=[
-            _bytes_case("all-gather", 4096, 4),
-            _bytes_case("reduce-scatter", 1_000_000, 8),
-            _bytes_case("all-reduce", 1_000_000, 8),
-            _bytes_case("all-reduce", 65536, 2),
-            _bytes_case("all-gather", 4096, 1),
+            Case("FSDP, Size(width=256, layers=4), batch 64 on 8 × 1, no re-gather",
+                 numbers(WIDE, "FSDP", 64, 8, 1, False), dtype="any"),
+            Case("tensor parallel, Size(width=256, layers=4), batch 64 on 4 × 2",
+                 numbers(WIDE, "tensor parallel", 64, 4, 2, False), dtype="any"),
+            Case("24 random sizes, layouts, meshes of 8, batches and re-gathers; "
+                 + RANDOM, layout_bytes_calls(), runner=each_call(), dtype="any"),
         ],
         hints=[
-            "On a ring of n devices the operand is cut into n pieces, and in each "
-            "step every device sends one piece to its neighbour.",
-            "Count the steps of an all-gather: after how many does every device "
-            "hold every piece? It already held one of them.",
-            "An all-reduce can be built from two of the other collectives, one "
-            "after the other. With one device there is no one to send to.",
+            "List each layout's collectives in one step, operand by operand, as "
+            "the chapter's section on communication reasons them out: which "
+            "arrays, over which mesh axis, with how many devices?",
+            "Price each collective on a ring: a device sends (n - 1)/n of the "
+            "operand for an all-gather or a reduce-scatter, twice that for an "
+            "all-reduce, and nothing when its axis has one device.",
+            "Do not forget the small and the conditional ones: the loss summed "
+            "over 'data', the backward pass's second gather with regather, and "
+            "the weight pieces' gradients when tensor parallelism also splits "
+            "the batch.",
         ],
         mistakes=[
+            Mistake("with regather=True FSDP gathers each weight again for the "
+                    "backward pass (ZeRO-3): count its all-gathers twice",
+                    wrong.layout_bytes_no_regather, cases=ON_RANDOM),
             Mistake("an all-reduce sends twice what an all-gather does: a "
-                    "reduce-scatter, then an all-gather", wrong.bytes_no_factor_two),
-            Mistake("each device sends (n - 1)/n of the operand, not all of it: it "
-                    "already holds its own piece", wrong.bytes_whole_operand),
-            Mistake("on a ring each device sends to one neighbour, a piece at a "
-                    "time, not the whole operand to each of the others",
-                    wrong.bytes_to_every_other),
-            Mistake("the fraction is upside down: (n - 1)/n, less than one",
-                    wrong.bytes_n_over_n_minus_1),
+                    "reduce-scatter, then an all-gather",
+                    wrong.layout_bytes_all_reduce_once, cases=ON_RANDOM),
+            Mistake("each device sends (n - 1)/n of an operand, not all of it: it "
+                    "already holds its own piece", wrong.layout_bytes_whole,
+                    cases=ON_RANDOM),
+            Mistake("the backward pass needs no all-reduce in the first block (no "
+                    "gradient for the inputs): 2 L - 1 activations, not 2 L",
+                    wrong.layout_bytes_2l, cases=ON_RANDOM),
+            Mistake("when tensor parallelism also splits the batch (data > 1), each "
+                    "weight piece's gradient is all-reduced over 'data'",
+                    wrong.layout_bytes_no_tp_grads, cases=ON_RANDOM),
+            Mistake("every layout that splits the batch sums the loss: an "
+                    "all-reduce of 4 bytes over 'data'", wrong.layout_bytes_no_loss,
+                    cases=ON_RANDOM),
         ],
     ),
     Exercise(
@@ -337,11 +512,14 @@ register(
         chapter=CHAPTER,
         reference=best_layout,
         cases=[
-            _best_case(DEEP, 64, 2e9),
-            _best_case(WIDE, 4096, 40e6),
-            _best_case(WIDE, 4096, 10e6),
-            _best_case(WIDE, 16384, 40e6),
-            _best_case(WIDE, 16384, 6e6),
+            best_case(DEEP, 64, 2e9),
+            best_case(WIDE, 4096, 40e6),
+            best_case(WIDE, 4096, 10e6),
+            best_case(WIDE, 16384, 40e6),
+            best_case(WIDE, 16384, 6e6),
+            Case("24 random sizes, batches and budgets (each compared as [index "
+                 "in LAYOUTS, data, model], None as [-1, 0, 0]); " + RANDOM,
+                 best_layout_calls(), runner=each_call(layout_choice), dtype="any"),
         ],
         hints=[
             "Build the list of candidates first: each layout with each mesh shape "
@@ -355,49 +533,65 @@ register(
         mistakes=[
             Mistake("this candidate does not fit the budget: drop those whose "
                     "state_bytes total is larger before comparing",
-                    wrong.best_ignoring_budget),
+                    wrong.best_ignoring_budget, cases=ON_RANDOM),
             Mistake("you picked the layout that holds the least; among those that "
                     "fit, pick the one that sends the fewest bytes",
-                    wrong.best_least_memory),
+                    wrong.best_least_memory, cases=ON_RANDOM),
             Mistake("a layout without tensor parallelism on a mesh with a 'model' "
                     "axis leaves devices idle (data parallel on 1 × 8 sends nothing "
                     "because it splits nothing): only the meshes the layout uses",
-                    wrong.best_every_mesh),
+                    wrong.best_every_mesh, cases=ON_RANDOM),
             Mistake("you added up the operands' sizes: price each collective with "
-                    "ring_bytes, what one device sends", wrong.best_operand_bytes),
+                    "ring_bytes, what one device sends", wrong.best_operand_bytes,
+                    cases=ON_RANDOM),
             Mistake("ties go to the first candidate, in the order of LAYOUTS and "
-                    "then of MESHES", wrong.best_last_of_ties),
+                    "then of MESHES", wrong.best_last_of_ties, cases=ON_RANDOM),
+            Mistake("when no layout fits, the answer is None, not the one that "
+                    "holds the least", wrong.best_never_none, cases=ON_RANDOM),
+            Mistake("the bytes were priced with the re-gather: price "
+                    "predicted_collectives as the text gives it (regather=False)",
+                    wrong.best_with_regather, cases=ON_RANDOM),
         ],
     ),
     Exercise(
         id="scaling.critical_batch",
-        title="When does FSDP become compute-bound?",
+        title="When is each layout compute-bound, per chip and per pass?",
         chapter=CHAPTER,
         reference=critical_batch,
         cases=[
-            _critical_case(H100, 2, 8),
-            _critical_case(H100, 4, 8),
-            _critical_case(V5E, 2, 4),
-            _critical_case(V5E, 2, 2),
+            critical_case(H100, "data parallel", 8, 1),
+            critical_case(V5E, "FSDP", 8, 1),
+            critical_case(H100, "FSDP + TP", 2, 4),
+            Case("24 random layouts, meshes, models and chips; " + RANDOM,
+                 critical_calls(), runner=each_call(), dtype="any",
+                 rtol=2 * 12 * FLOAT32_ROUNDOFF),
         ],
         hints=[
-            "Write the time of the compute and the time of the communication of "
-            "one step on one device, for b examples per device and P parameters.",
-            "Count the passes over the weights in FSDP: the forward pass needs "
-            "them, the backward pass needs them again, and the gradients must go "
-            "back split. Each pass is priced like a ring collective.",
-            "Set the two times equal and solve for b: P should cancel.",
+            "Take one pass at a time, per chip, for b examples per chip: its "
+            "FLOPs (2 per parameter per example forward, 4 backward) against the "
+            "bytes it sends, each over its axis's bandwidth. Communication can "
+            "only hide behind the FLOPs of its own pass.",
+            "Bytes of weights do not grow with the batch; bytes of activations "
+            "do, as the FLOPs do. Write each pass as compute >= fixed + growing, "
+            "with the chip's share of the weights in the fixed part.",
+            "Solve for b where the two sides meet, and keep the larger of the two "
+            "passes. When the growing part alone is at least the FLOPs, no batch "
+            "is enough (float('inf')); when nothing is fixed, any batch is (0).",
         ],
         mistakes=[
-            Mistake("the backward pass gathers the weights again (ZeRO-3): three "
-                    "passes over the weights, not two",
-                    wrong.critical_without_regather),
+            Mistake("data parallelism's all-reduce can only hide behind the "
+                    "backward pass (4 of the 6 FLOPs per parameter and example): "
+                    "per pass, it needs the same batch as FSDP",
+                    wrong.critical_whole_step, cases=ON_RANDOM),
+            Mistake("this is per data-parallel group: per chip, divide by the "
+                    "'model' axis as well", wrong.critical_per_group, cases=ON_RANDOM),
+            Mistake("tensor parallelism's all-reduces of activations grow with the "
+                    "batch and eat into the FLOPs: they belong in the growing part",
+                    wrong.critical_without_activations, cases=ON_RANDOM),
             Mistake("each collective sends (n - 1)/n of the weights, not all of "
-                    "them", wrong.critical_without_ring_factor),
-            Mistake("a training step costs 6 FLOPs per parameter per example "
-                    "(forward 2, backward 4), not 2", wrong.critical_forward_flops),
+                    "them", wrong.critical_without_ring_factor, cases=ON_RANDOM),
             Mistake("the ratio is upside down: more FLOP/s per byte of bandwidth "
-                    "needs a larger batch", wrong.critical_inverted),
+                    "needs a larger batch", wrong.critical_inverted, cases=ON_RANDOM),
         ],
     ),
 )

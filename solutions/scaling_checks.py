@@ -10,12 +10,14 @@ mesh of ``data × model`` devices built by :func:`grid_mesh`:
   specs on a mesh and reports the block of every weight each device holds;
 * ``tp_mlp`` is compared on its values, its layout, and the collectives XLA
   compiled into it (:func:`compiled_kinds`, counting
-  :func:`jaxcourse.scaling.compiled_collectives` by kind).
+  :func:`jaxcourse.scaling.compiled_collectives` by kind), all read from one
+  compiled :func:`program` per mesh.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -24,7 +26,9 @@ from jax.sharding import PartitionSpec as P
 
 from jaxcourse import scaling
 from jaxcourse.devices import mesh_devices
-from solutions.shard_map_checks import place
+from jaxcourse.exercises import Case, random_calls
+from jaxcourse.numerics import FLOAT32_ROUNDOFF, sum_tolerance
+from solutions.shard_map_checks import has_shard_map, place, shard_map_used
 
 #: An input builder: ``inputs(rng)`` returns the arguments of one case.
 Inputs = Callable[[np.random.Generator], tuple]
@@ -81,6 +85,10 @@ def spec_codes(function: Callable, params: Any) -> list[np.ndarray]:
     specs = _matched_specs(params, function(params))
     codes = []
     for weight, spec in zip(jax.tree.leaves(params), specs, strict=True):
+        if len(spec) > np.ndim(weight):
+            raise ValueError(f"{spec} has {len(spec)} entries for an array of shape "
+                             f"{tuple(np.shape(weight))}: a spec names at most one "
+                             "mesh axis per dimension")
         entries = tuple(spec) + (None,) * (np.ndim(weight) - len(spec))
         codes.append(np.array([AXIS_CODES.get(e, 3) if not isinstance(e, tuple)
                                else 3 for e in entries], dtype=np.int32))
@@ -94,9 +102,9 @@ def placed_shards(data: int, model: int) -> Callable[..., list[np.ndarray]]:
     how many distinct blocks there are across the mesh (1/n of a weight on
     each device means ``n`` distinct blocks of ``1/n`` of it).
     """
-    def run(function: Callable, params: Any) -> list[np.ndarray]:
+    def run(function: Callable, params: Any, *rest: Any) -> list[np.ndarray]:
         mesh = grid_mesh(data, model)
-        specs = _matched_specs(params, function(params))
+        specs = _matched_specs(params, function(params, *rest))
         found = []
         for weight, spec in zip(jax.tree.leaves(params), specs, strict=True):
             placed = place(weight, mesh, spec)
@@ -120,6 +128,18 @@ def params_inputs(size: scaling.Size) -> Inputs:
 # --------------------------------------------------------------------------
 # tp_mlp: values, layout, compiled collectives
 # --------------------------------------------------------------------------
+
+
+def tp_tolerance(width: int) -> float:
+    """Return how far two float32 evaluations of one MLP block may differ.
+
+    Each output sums ``d`` then ``4 d`` terms, so to first order it is within
+    ``gamma_{5d}`` of exact, relative to ``(|x| @ |w_in|) @ |w_out|``; for the
+    cases' unit-variance inputs that magnitude stays below 64 (at most 55 over
+    200 seeds of both shapes), and two evaluations differ by at most twice that.
+    """
+    return 2 * sum_tolerance(5 * width) * 64
+
 
 
 def mlp_inputs(data: int, model: int, batch: int, width: int) -> Inputs:
@@ -156,20 +176,92 @@ def result_layout(out: Any) -> np.ndarray:
     return np.array([*out.sharding.shard_shape(out.shape), len(blocks)], np.int32)
 
 
+@dataclass(frozen=True)
+class Program:
+    """``function(*arrays, mesh)`` as one program: its jaxpr and its compiled form."""
+
+    function: Callable
+    jaxpr: Any
+    compiled: Any
+
+
+# The last program built for each signature (mesh, shapes, placements), with
+# the function it is of. One Check of tp_mlp asks four questions of the same
+# arguments on the 2 × 4 mesh (values, layout, collectives, shard_map); the
+# first case builds the program and the next ones read it, so a Check
+# compiles two programs (2 × 4 and 1 × 4), not one per case. Called as is,
+# a shard_map even compiles each operation of the block apart.
+_PROGRAMS: dict[tuple, Program] = {}
+
+
+def _signature(arrays: list, mesh: Any) -> tuple:
+    return (mesh, tuple((a.shape, a.dtype, a.sharding) for a in arrays))
+
+
+def program(function: Callable, *args: Any, fresh: bool = False) -> Program:
+    """Return ``function(*arrays, mesh)`` traced and compiled by ``jax.jit``.
+
+    The program last built for the same function object and signature is
+    reused, unless ``fresh``: the first case of a Check on each mesh asks for
+    a fresh one, so a function whose globals changed since an earlier Check
+    (a helper cell run again) is not judged by its old program.
+    """
+    *arrays, mesh = args
+    key = _signature(arrays, mesh)
+    if fresh:
+        _PROGRAMS.pop(key, None)  # nothing older survives a failed build
+    held = _PROGRAMS.get(key)
+    if held is None or held.function is not function:
+        traced = jax.jit(lambda *a: function(*a, mesh)).trace(*arrays)
+        held = Program(function, traced.jaxpr, traced.lower().compile())
+        _PROGRAMS[key] = held
+    return held
+
+
+def compiled_call(fresh: bool = False) -> Callable[..., Any]:
+    """Return a runner: ``function(*arrays, mesh)`` run as its :func:`program`.
+
+    The values and the layout are those of the program whose collectives
+    :func:`compiled_kinds` counts. A function that does not compile under
+    ``jax.jit`` (NumPy on its arrays, say) is called as is instead: that call,
+    what the learner would see, is judged. ``fresh``: see :func:`program`.
+    """
+    def run(function: Callable, *args: Any) -> Any:
+        try:
+            built = program(function, *args, fresh=fresh)
+        except Exception:  # noqa: BLE001  the plain call raises it, or passes
+            return function(*args)
+        return built.compiled(*args[:-1])
+
+    return run
+
+
 def compiled_kinds(function: Callable, *args: Any) -> dict[str, np.ndarray]:
     """Runner: how many collectives of each kind XLA compiles into ``function``.
 
     ``{"collectives": counts}``, one count per kind of
     :data:`jaxcourse.scaling.KINDS`, from
-    :func:`jaxcourse.scaling.compiled_collectives` on
-    ``jax.jit(...).lower(...).compile()``; under that key a check says the
-    counts in words ("1 all-reduce, 2 all-gather") rather than as numbers.
+    :func:`jaxcourse.scaling.compiled_collectives` on the compiled
+    :func:`program`; under that key a check says the counts in words ("1
+    all-reduce, 2 all-gather") rather than as numbers.
     """
-    *arrays, mesh = args
-    compiled = jax.jit(lambda *a: function(*a, mesh)).lower(*arrays).compile()
-    found = scaling.compiled_collectives(compiled)
+    found = scaling.compiled_collectives(program(function, *args).compiled)
     return {"collectives": np.array(
         [sum(c.kind == kind for c in found) for kind in scaling.KINDS], dtype=np.int32)}
+
+
+def program_has_shard_map(function: Callable, *args: Any) -> dict[str, np.ndarray]:
+    """Runner: :func:`solutions.shard_map_checks.shard_map_used`, read from the program.
+
+    The jaxpr :func:`program` traced says whether the function uses
+    ``jax.shard_map``; a function that does not trace is asked as
+    ``shard_map_used`` asks it.
+    """
+    try:
+        jaxpr = program(function, *args).jaxpr
+    except Exception:  # noqa: BLE001  shard_map_used says what such a function does
+        return shard_map_used(function, *args)
+    return {"shard_map": np.array(int(has_shard_map(jaxpr.jaxpr)), np.int32)}
 
 
 # --------------------------------------------------------------------------
@@ -178,8 +270,325 @@ def compiled_kinds(function: Callable, *args: Any) -> dict[str, np.ndarray]:
 
 
 def layout_choice(out: Any) -> np.ndarray:
-    """Extract: ``(layout, (data, model))`` as ``[index in LAYOUTS, data, model]``."""
+    """Extract: ``(layout, (data, model))`` as ``[index in LAYOUTS, data, model]``.
+
+    ``None`` (nothing fits) is ``[-1, 0, 0]``.
+    """
+    if out is None:
+        return np.array([-1, 0, 0], np.int32)
     name, (data, model) = out
     if name not in scaling.LAYOUTS:
         raise ValueError(f"{name!r} is not one of {scaling.LAYOUTS}")
     return np.array([scaling.LAYOUTS.index(name), int(data), int(model)], np.int32)
+
+
+# --------------------------------------------------------------------------
+# Rules over many random cases
+# --------------------------------------------------------------------------
+
+
+def _size(rng: np.random.Generator, widths: tuple[int, int],
+          layers: tuple[int, int]) -> scaling.Size:
+    return scaling.Size(int(rng.integers(*widths)) * 32, int(rng.integers(*layers)))
+
+
+def show_size(size: scaling.Size) -> str:
+    """Say a size as the code that makes it."""
+    return f"Size(width={size.width}, layers={size.layers})"
+
+
+# --------------------------------------------------------------------------
+# fsdp_specs: a rule for any tree
+# --------------------------------------------------------------------------
+
+_DIMS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+
+
+def random_trees(count: int = 8) -> Inputs:
+    """Build inputs: ``count`` random parameter trees, each with its ``n``.
+
+    Each tree is a dict of 4 to 6 float32 arrays of rank 0 to 3 whose
+    dimensions are drawn from small numbers, some divisible by ``n`` and
+    some not; ``n`` is 2, 4 or 8.
+    """
+    def build(rng: np.random.Generator) -> tuple:
+        trees = []
+        for _ in range(count):
+            n = int(rng.choice((2, 4, 8)))
+            tree = {}
+            for k in range(int(rng.integers(4, 7))):
+                shape = tuple(int(rng.choice(_DIMS)) for _ in range(rng.integers(4)))
+                tree[f"w{k}"] = np.zeros(shape, np.float32)
+            trees.append((tree, n))
+        return (trees,)
+
+    return build
+
+
+def tree_rule_codes(function: Callable, trees: list[tuple[dict, int]]
+                    ) -> dict[str, np.ndarray]:
+    """Runner: the specs ``function(tree, n)`` gives each random array, as codes.
+
+    Keyed ``"n=4, (6, 16)"``: the mesh size and the array's shape, all a rule
+    may look at (one key per pair; the rule gives each the same answer).
+    """
+    found = {}
+    for tree, n in trees:
+        codes = spec_codes(lambda t, n=n: function(t, n), tree)
+        for code, weight in zip(codes, jax.tree.leaves(tree), strict=True):
+            found[f"n={n}, {tuple(weight.shape)}"] = code
+    return found
+
+
+# --------------------------------------------------------------------------
+# step_memory: a compiled step's memory, read
+# --------------------------------------------------------------------------
+
+
+def memory_inputs(size: scaling.Size, batch: int) -> Inputs:
+    """Build inputs: the chapter's single-device step with Adam, and its arguments.
+
+    The step and its optimizer are made once, on first use, so that every
+    call hands over the same step (a fresh one would read as a changed input).
+    """
+    made: dict[str, Any] = {}
+
+    def make(rng: np.random.Generator) -> tuple:
+        if not made:
+            import optax
+
+            made["optimizer"] = optax.adam(1e-3)
+            made["step"] = scaling.make_step("data parallel", made["optimizer"])
+        key = jax.random.key(int(rng.integers(1 << 30)))
+        params = scaling.init_params(key, size)
+        x, y = scaling.make_batch(jax.random.fold_in(key, 1), size, batch)
+        return (made["step"], params, made["optimizer"].init(params), x, y)
+
+    return make
+
+
+def on_copies(function: Callable, step: Callable, *arrays: Any) -> Any:
+    """Runner: call ``function(step, *copies)``, so a donation cannot delete the inputs.
+
+    An answer that runs the donating step (not needed: a compiled program's
+    memory analysis needs no run) deletes what it donated; the case's own
+    arrays stay whole, to be handed to the next check.
+    """
+    copies = jax.tree.map(lambda a: a.copy(), arrays)
+    return function(step, *copies)
+
+
+# --------------------------------------------------------------------------
+# remat_policy, critical_batch, layout_bytes, best_layout: random cases
+# --------------------------------------------------------------------------
+
+
+def state_calls(count: int = 24) -> Inputs:
+    """Build inputs: random sizes, layouts and meshes of 8 (state_bytes_per_device)."""
+    def make(rng: np.random.Generator, _: int) -> tuple:
+        data, model = MESHES[int(rng.integers(len(MESHES)))]
+        return (_size(rng, (1, 33), (1, 13)), str(rng.choice(scaling.LAYOUTS)),
+                data, model)
+
+    def show(size, layout, data, model) -> str:
+        return f"{show_size(size)}, {layout!r}, data={data}, model={model}"
+
+    return random_calls("state_bytes_per_device", make, show, count)
+
+
+def inputs_deleted(function: Callable, step: Callable, *arrays: Any) -> dict:
+    """Runner: whether ``function(step, *copies)`` deleted any of its arguments.
+
+    Running a step compiled with ``donate_argnums`` deletes the donated
+    arrays: in a notebook, the learner's own parameters and optimizer state.
+    """
+    copies = jax.tree.map(lambda a: a.copy(), arrays)
+    function(step, *copies)
+    deleted = any(leaf.is_deleted() for leaf in jax.tree.leaves(copies))
+    return {"deleted": np.array(int(deleted), np.int32)}
+
+
+def remat_calls(count: int = 24) -> Inputs:
+    """Build inputs: random sizes, batches and budgets around each policy's bytes.
+
+    The cases take turns: a budget near what "no remat", "checkpoint_dots"
+    or "full remat" keeps (exactly it, since "at most" includes it, or from
+    0.8 to 1.25 times it), or below all three.
+    """
+    def make(rng: np.random.Generator, k: int) -> tuple:
+        size = _size(rng, (1, 33), (1, 13))
+        batch = int(rng.integers(1, 65)) * 16
+        rows = batch * size.layers
+        kept = [rows * (size.width * 4 + size.hidden * extra) for extra in (9, 4, 0)]
+        if k % 4 == 3:
+            return size, batch, float(int(kept[2] * rng.uniform(0.2, 0.95)))
+        target = kept[k % 4]
+        if rng.random() < 1 / 3:
+            return size, batch, float(target)
+        return size, batch, float(int(target * rng.uniform(0.8, 1.25)))
+
+    def show(size: scaling.Size, batch: int, budget: float) -> str:
+        return f"{show_size(size)}, batch={batch}, budget_bytes={budget:.0f}"
+
+    return random_calls("remat_policy", make, show, count)
+
+
+#: What the remat exercise's answers are compared as: their index in this order.
+REMAT_CHOICES = ("no remat", "checkpoint_dots", "full remat", None)
+
+
+def remat_choice(out: Any) -> np.ndarray:
+    """Extract: the policy's index in :data:`REMAT_CHOICES` (``None`` is 3)."""
+    if out not in REMAT_CHOICES:
+        raise ValueError(f"{out!r} is not one of {REMAT_CHOICES}")
+    return np.array(REMAT_CHOICES.index(out), np.int32)
+
+
+def critical_calls(count: int = 24) -> Inputs:
+    """Build inputs: random layouts, meshes, models and chips for critical_batch.
+
+    The layouts take turns, each with a mesh it uses (data parallel and FSDP
+    ``n × 1``, tensor parallel ``1 × n``, FSDP + TP both sides at least 2);
+    the chips' FLOP/s and bandwidths span today's accelerators, the numbers
+    are 2 or 4 bytes. Where tensor parallelism takes part, the width is drawn
+    from half to twice the width at which its activations would use all the
+    FLOPs (``8 d = itemsize · α · (model - 1)``), so that some cases are
+    compute-bound at every batch, some at none, and some in between.
+    """
+    def make(rng: np.random.Generator, k: int) -> tuple:
+        layout = scaling.LAYOUTS[k % len(scaling.LAYOUTS)]
+        n = int(rng.choice((2, 4, 8, 16, 32)))
+        data, model = {"data parallel": (n, 1), "FSDP": (n, 1),
+                       "tensor parallel": (1, n),
+                       "FSDP + TP": (int(rng.choice((2, 4, 8, 16))),
+                                     int(rng.choice((2, 4, 8))))}[layout]
+        flops = float(f"{rng.uniform(1e14, 2e15):.3g}")
+        bandwidth = float(f"{rng.uniform(2e10, 9e11):.3g}")
+        itemsize = int(rng.choice((2, 4)))
+        width = int(rng.integers(1, 17)) * 1024
+        if model > 1:
+            balance = itemsize * flops / bandwidth * (model - 1) / 8
+            width = max(256, int(balance * rng.uniform(0.5, 2.0)) // 256 * 256)
+        size = scaling.Size(width, int(rng.integers(1, 97)))
+        return (layout, size, data, model, flops, bandwidth, itemsize)
+
+    def show(layout, size, data, model, flops, bandwidth, itemsize) -> str:
+        return (f"{layout!r}, {show_size(size)}, data={data}, model={model}, "
+                f"flops={flops:.3g}, axis_bandwidth={bandwidth:.3g}, "
+                f"itemsize={itemsize}")
+
+    return random_calls("critical_batch", make, show, count)
+
+
+def layout_bytes_calls(count: int = 24) -> Inputs:
+    """Build inputs: random sizes, layouts, meshes of 8, batches and re-gathers."""
+    def make(rng: np.random.Generator, _: int) -> tuple:
+        layout = str(rng.choice(scaling.LAYOUTS))
+        meshes = [m for m in MESHES if _uses(layout, *m)]
+        data, model = meshes[int(rng.integers(len(meshes)))]
+        batch = int(rng.integers(1, 33)) * 64
+        return (_size(rng, (1, 33), (1, 13)), layout, batch, data, model,
+                bool(rng.random() < 0.5))
+
+    def show(size, layout, batch, data, model, regather) -> str:
+        return (f"{show_size(size)}, {layout!r}, batch={batch}, data={data}, "
+                f"model={model}, regather={regather}")
+
+    return random_calls("layout_bytes", make, show, count)
+
+
+def _uses(layout: str, data: int, model: int) -> bool:
+    """Say whether each device of a ``data × model`` mesh does what ``layout`` needs."""
+    uses_model = layout in ("tensor parallel", "FSDP + TP")
+    return uses_model == (model > 1) and not (layout == "FSDP + TP" and data == 1)
+
+
+def best_layout_calls(count: int = 24) -> Inputs:
+    """Build inputs: random sizes and batches, budgets near some layout's state.
+
+    The budget is drawn from 0.9 to 1.3 times the state of a random layout on
+    a random mesh, or (one case in eight) below every layout's, where the
+    answer is ``None``.
+    """
+    def make(rng: np.random.Generator, _: int) -> tuple:
+        size = _size(rng, (2, 33), (1, 13))
+        batch = int(2 ** rng.integers(4, 16))
+        layout = str(rng.choice(scaling.LAYOUTS))
+        data, model = MESHES[int(rng.integers(len(MESHES)))]
+        state = scaling.state_bytes(size, layout, data, model)["total"]
+        least = scaling.state_bytes(size, "FSDP + TP", 2, 4)["total"]
+        if rng.random() < 1 / 8:
+            return size, batch, float(int(least * rng.uniform(0.3, 0.95)))
+        return size, batch, float(int(max(state, least) * rng.uniform(0.9, 1.3)))
+
+    def show(size, batch, budget) -> str:
+        return f"{show_size(size)}, batch={batch}, budget_bytes={budget:.0f}"
+
+    return random_calls("best_layout", make, show, count)
+
+
+# --------------------------------------------------------------------------
+# The shown cases, one builder per exercise
+# --------------------------------------------------------------------------
+
+#: The chapter's large model, on which the critical batches are shown.
+BIG = scaling.Size(8192, 32)
+
+
+def numbers(*args: Any) -> Any:
+    """Build inputs: always these arguments (a case of plain numbers)."""
+    return lambda rng: args
+
+
+def state_case(size: scaling.Size, layout: str, data: int, model: int) -> Case:
+    """Return a state_bytes_per_device case: a layout on a mesh, for a size."""
+    article = "an" if data == 8 else "a"
+    return Case(f"{layout} on {article} {data} × {model} mesh, "
+                f"Size(width={size.width}, layers={size.layers})",
+                numbers(size, layout, data, model), dtype="any", rtol=0.0, atol=0.0)
+
+
+def best_case(size: scaling.Size, batch: int, budget: float) -> Case:
+    """Return a best_layout case: a size, a batch and a budget."""
+    return Case(f"Size(width={size.width}, layers={size.layers}), batch {batch}, "
+                f"budget {budget / 1e6:g} MB (compared as [index in LAYOUTS, data, "
+                "model])", numbers(size, batch, budget), extract=layout_choice,
+                dtype="any")
+
+
+def memory_case(size: scaling.Size, batch: int) -> Case:
+    """Return a step_memory case: the chapter's step for a size and a batch."""
+    return Case(f"Size(width={size.width}, layers={size.layers}), batch {batch}: "
+                "the state, XLA's peak, and its peak with the state donated",
+                memory_inputs(size, batch), runner=on_copies, dtype="any",
+                rtol=0.0, atol=0.0)
+
+
+def remat_case(size: scaling.Size, batch: int, budget: float) -> Case:
+    """Return a remat_policy case: a size, a batch and a budget."""
+    return Case(f"Size(width={size.width}, layers={size.layers}), batch {batch}, "
+                f"budget {budget:,.0f} bytes (compared as the index in "
+                "REMAT_POLICIES, None as 3)", numbers(size, batch, budget),
+                extract=remat_choice, dtype="any")
+
+
+def specs_case(size: scaling.Size, n: int) -> Case:
+    """Return an fsdp_specs case: the chapter's weights and n, as codes."""
+    return Case(f"the specs of Size(width={size.width}, layers={size.layers})'s "
+                f"weights for n = {n}, padded to each weight's rank (0: None, 1: "
+                "'data', 2: 'model')",
+                lambda rng: (*params_inputs(size)(rng), n),
+                runner=lambda f, params, n: spec_codes(lambda t: f(t, n), params))
+
+
+def critical_case(hw: scaling.Hardware, layout: str, data: int, model: int,
+                   size: scaling.Size = BIG) -> Case:
+    """Return a critical_batch case: a layout on a mesh of a published chip."""
+    # A few products and quotients of the inputs: an answer computed in
+    # float32 (with jnp) rounds each input and every operation within u; in
+    # float64, far less. The nearest wrong formulas are off by a third or more.
+    return Case(f"{layout} on {data} × {model} {hw.name} chips (β along one axis), "
+                f"Size(width={size.width}, layers={size.layers}), bfloat16",
+                numbers(layout, size, data, model, hw.flops,
+                         scaling.axis_bandwidth(hw), 2),
+                dtype="any", rtol=2 * 12 * FLOAT32_ROUNDOFF)

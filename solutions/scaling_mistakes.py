@@ -53,30 +53,184 @@ def state_not_divided(size, layout, data, model):
     return 4 * _weights_bytes(size)
 
 
+# ---- step_memory ---------------------------------------------------------
+
+
+def _memory(step, params, opt_state, x, y, donate=(0, 1)):
+    args = (params, opt_state, x, y)
+    plain = jax.jit(step).lower(*args).compile().memory_analysis()
+    donated = jax.jit(step, donate_argnums=donate).lower(*args).compile()
+    state = sum(leaf.nbytes for leaf in jax.tree.leaves((params, opt_state)))
+    return {"state": state, "peak": plain.peak_memory_in_bytes,
+            "donated_peak": donated.memory_analysis().peak_memory_in_bytes}, plain
+
+
+def memory_state_with_grads(step, params, opt_state, x, y):
+    """Count the state as 16 bytes per parameter (gradients included)."""
+    found, _ = _memory(step, params, opt_state, x, y)
+    return {**found, "state": 16 * scaling.param_count(_size_of(params))}
+
+
+def _size_of(params):
+    width, hidden = params[0]["w_in"].shape
+    return scaling.Size(width, len(params))
+
+
+def memory_peak_as_sum(step, params, opt_state, x, y):
+    """Take each peak as arguments + outputs + temporaries - aliases."""
+    args = (params, opt_state, x, y)
+    found, _ = _memory(step, *args)
+    totals = []
+    for donate in ((), (0, 1)):
+        m = jax.jit(step, donate_argnums=donate).lower(*args).compile() \
+            .memory_analysis()
+        totals.append(m.argument_size_in_bytes + m.output_size_in_bytes
+                      + m.temp_size_in_bytes - m.alias_size_in_bytes)
+    return {**found, "peak": totals[0], "donated_peak": totals[1]}
+
+
+def memory_peak_as_temp(step, params, opt_state, x, y):
+    """Take the peak as the temporaries alone."""
+    found, plain = _memory(step, params, opt_state, x, y)
+    return {**found, "peak": plain.temp_size_in_bytes}
+
+
+def memory_donated_params_only(step, params, opt_state, x, y):
+    """Donate the parameters only (donate_argnums=0)."""
+    found, _ = _memory(step, params, opt_state, x, y, donate=(0,))
+    return found
+
+
+def memory_not_donated(step, params, opt_state, x, y):
+    """Read the donated peak from the program compiled without donation."""
+    found, _ = _memory(step, params, opt_state, x, y)
+    return {**found, "donated_peak": found["peak"]}
+
+
+def memory_run_donated(step, params, opt_state, x, y):
+    """Run the donating step (deleting its arguments), then read its analysis."""
+    found, _ = _memory(step, params, opt_state, x, y)
+    jax.jit(step, donate_argnums=(0, 1))(params, opt_state, x, y)
+    return found
+
+
+# ---- remat_policy ---------------------------------------------------------
+
+_POLICIES = ("no remat", "checkpoint_dots", "full remat")
+
+
+def _remat(size, batch, budget, mask=1, outputs=True, weights=0, order=_POLICIES):
+    rows = batch * size.layers
+    base = rows * size.width * 4 * outputs + weights * scaling.param_count(size)
+    kept = {"no remat": base + rows * size.hidden * (8 + mask),
+            "checkpoint_dots": base + rows * size.hidden * 4, "full remat": base}
+    return next((name for name in order if kept[name] <= budget), None)
+
+
+def remat_least_memory(size, batch, budget_bytes):
+    """Full remat whenever it fits: the least memory, not the fewest FLOPs."""
+    return _remat(size, batch, budget_bytes, order=_POLICIES[::-1])
+
+
+def remat_mask_as_float(size, batch, budget_bytes):
+    """Count the ReLU's mask as float32 (12 bytes per hidden unit)."""
+    return _remat(size, batch, budget_bytes, mask=4)
+
+
+def remat_without_outputs(size, batch, budget_bytes):
+    """Leave the blocks' outputs out of every policy."""
+    return _remat(size, batch, budget_bytes, outputs=False)
+
+
+def remat_with_weights(size, batch, budget_bytes):
+    """Count the float32 weights in with the residuals."""
+    return _remat(size, batch, budget_bytes, weights=4)
+
+
 # ---- fsdp_specs ----------------------------------------------------------
 
 
-def specs_by_columns(params):
-    """Split each weight's second dimension over "data"."""
-    return jax.tree.map(lambda w: P(None, "data"), params)
+def _first_divisible(weight, n, order):
+    for axis in order(range(len(weight.shape)), weight.shape):
+        if weight.shape[axis] % n == 0:
+            return P(*[None] * axis, "data")
+    return P()
 
 
-def specs_over_model(params):
-    """Split the first dimension over the wrong axis, "model"."""
-    return jax.tree.map(lambda w: P("model", None), params)
+def specs_first_always(params, n):
+    """Split the first dimension over "data", whether n divides it or not."""
+    return jax.tree.map(lambda w: P("data") if w.ndim else P(), params)
 
 
-def specs_replicated(params):
+def specs_largest(params, n):
+    """Split the largest dimension that n divides (ties: the first)."""
+    return jax.tree.map(lambda w: _first_divisible(
+        w, n, lambda axes, shape: sorted(axes, key=lambda a: -shape[a])), params)
+
+
+def specs_last(params, n):
+    """Split the last dimension that n divides."""
+    return jax.tree.map(lambda w: _first_divisible(
+        w, n, lambda axes, shape: reversed(axes)), params)
+
+
+def specs_first_only(params, n):
+    """Split the first dimension when n divides it; otherwise keep the array whole."""
+    return jax.tree.map(
+        lambda w: P("data") if w.ndim and w.shape[0] % n == 0 else P(), params)
+
+
+def specs_at_least_n(params, n):
+    """Split the first dimension at least n long, whether n divides it or not."""
+    def spec(w):
+        axis = next((a for a, length in enumerate(w.shape) if length >= n), None)
+        return P() if axis is None else P(*[None] * axis, "data")
+    return jax.tree.map(spec, params)
+
+
+def specs_fixed_eight(params, n):
+    """Apply the rule for 8 devices, whatever n is."""
+    return jax.tree.map(lambda w: _first_divisible(w, 8, lambda axes, shape: axes),
+                        params)
+
+
+def specs_without_leading_nones(params, n):
+    """P("data") for the first dimension n divides, without the Nones before it."""
+    return jax.tree.map(lambda w: P("data") if any(
+        length % n == 0 for length in w.shape) else P(), params)
+
+
+def specs_over_model(params, n):
+    """Split the first divisible dimension over the wrong axis, "model"."""
+    def spec(w):
+        found = _first_divisible(w, n, lambda axes, shape: axes)
+        return P(*["model" if e == "data" else e for e in found])
+    return jax.tree.map(spec, params)
+
+
+def specs_replicated(params, n):
     """Replicate every weight (data parallelism)."""
     return jax.tree.map(lambda w: P(), params)
 
 
-def specs_both_axes(params):
-    """Split each weight over both axes (FSDP + TP)."""
-    return jax.tree.map(lambda w: P("data", "model"), params)
-
-
 # ---- tp_mlp --------------------------------------------------------------
+
+# Said of every answer that gathers the weights, whatever it adds to them.
+GATHERED_WEIGHTS = ("you gathered the weights whole onto every device (two "
+                    "all-gathers of weights, and no memory saved): keep them split "
+                    "and sum the partial outputs with one psum over 'model'")
+# Said in place of the error jax.shard_map raises when the result still
+# differs across 'model' (no psum, a psum over 'data', gathered weights):
+# its first line, all a panel shows, names neither the axis nor the fix.
+UNSUMMED_OVER_MODEL = ("the result still differs across the devices of a 'model' "
+                       "group, which out_specs P('data', None) rules out: add the "
+                       "partial products with one psum over 'model', the axis the "
+                       "hidden units are split over (not 'data'), and keep the "
+                       "weights split")
+# Said of a sum that also adds over 'data', whose devices hold other rows.
+SUMMED_OVER_DATA = ("the partial products were also added over 'data', whose "
+                    "devices hold other rows of x: add them over 'model' only, "
+                    "the axis the hidden units are split over")
 
 ROWS, COLS = P("data", None), P(None, "model")
 
@@ -108,6 +262,30 @@ def tp_gathered_weights_then_summed(x, w_in, w_out, mesh):
     return _mlp(x, w_in, w_out, mesh, per_device)
 
 
+def tp_sum_over_data(x, w_in, w_out, mesh):
+    """Add the partial products over "data", the wrong axis.
+
+    The result still differs across 'model', which ``out_specs`` says it does
+    not: ``jax.shard_map``'s check raises ("... out_specs which require
+    replication ..."), as it does for no sum at all and for gathered weights.
+    """
+    return _mlp(x, w_in, w_out, mesh,
+                lambda x, a, b: jax.lax.psum(jax.nn.relu(x @ a) @ b, "data"))
+
+
+def tp_sum_over_data_unchecked(x, w_in, w_out, mesh):
+    """Add over "data" with the check off, as JAX's error suggests: rows mixed."""
+    return _mlp(x, w_in, w_out, mesh,
+                lambda x, a, b: jax.lax.psum(jax.nn.relu(x @ a) @ b, "data"),
+                check_vma=False)
+
+
+def tp_sum_over_both_axes(x, w_in, w_out, mesh):
+    """Add over ("data", "model"): the rows of other examples are added in."""
+    return _mlp(x, w_in, w_out, mesh, lambda x, a, b: jax.lax.psum(
+        jax.nn.relu(x @ a) @ b, ("data", "model")))
+
+
 def tp_without_sum(x, w_in, w_out, mesh):
     """Return device 0's partial product: the sum is missing."""
     return _mlp(x, w_in, w_out, mesh, lambda x, a, b: jax.nn.relu(x @ a) @ b,
@@ -135,31 +313,66 @@ def tp_scatter_then_gather(x, w_in, w_out, mesh):
     return _mlp(x, w_in, w_out, mesh, per_device, check_vma=False)
 
 
-# ---- collective_bytes ----------------------------------------------------
+# ---- layout_bytes ---------------------------------------------------------
 
 
-def bytes_no_factor_two(kind, nbytes, n):
+def _layout_bytes(size, layout, batch, data, model, regather, *, gathers=None,
+                  all_reduce=2, ring=True, blocks_backward=-1, tp_grads=True,
+                  loss=True):
+    def send(kind, nbytes, n):
+        if n <= 1:
+            return 0.0
+        share = nbytes * (n - 1) / n if ring else nbytes
+        return all_reduce * share if kind == "all-reduce" else share
+
+    weight = size.width * size.hidden * 4
+    weights = 2 * size.layers
+    sent = send("all-reduce", 4, data) if loss else 0.0
+    if layout == "data parallel":
+        sent += weights * send("all-reduce", weight, data)
+    if layout in ("FSDP", "FSDP + TP"):
+        piece = weight / (model if layout == "FSDP + TP" else 1)
+        count = gathers if gathers is not None else (2 if regather else 1)
+        sent += weights * (count * send("all-gather", piece, data)
+                           + send("reduce-scatter", piece, data))
+    if layout in ("tensor parallel", "FSDP + TP"):
+        activation = batch / data * size.width * 4
+        sent += (2 * size.layers + blocks_backward) * send("all-reduce", activation,
+                                                           model)
+        if layout == "tensor parallel" and tp_grads:
+            sent += weights * send("all-reduce", weight / model, data)
+    return sent
+
+
+def layout_bytes_no_regather(size, layout, batch, data, model, regather=False):
+    """One gather per weight, whatever regather says."""
+    return _layout_bytes(size, layout, batch, data, model, regather, gathers=1)
+
+
+def layout_bytes_all_reduce_once(size, layout, batch, data, model, regather=False):
     """Price an all-reduce like an all-gather."""
-    return nbytes * (n - 1) / n if n > 1 else 0.0
+    return _layout_bytes(size, layout, batch, data, model, regather, all_reduce=1)
 
 
-def bytes_whole_operand(kind, nbytes, n):
-    """Every device sends the whole operand ((n-1)/n left out)."""
-    if n <= 1:
-        return 0.0
-    return 2.0 * nbytes if kind == "all-reduce" else float(nbytes)
+def layout_bytes_whole(size, layout, batch, data, model, regather=False):
+    """Every collective sends its whole operand ((n - 1)/n left out)."""
+    return _layout_bytes(size, layout, batch, data, model, regather, ring=False)
 
 
-def bytes_to_every_other(kind, nbytes, n):
-    """Send the whole operand to each of the n - 1 others."""
-    return float(nbytes * (n - 1) * (2 if kind == "all-reduce" else 1))
+def layout_bytes_2l(size, layout, batch, data, model, regather=False):
+    """2 L all-reduces of activations, not 2 L - 1."""
+    return _layout_bytes(size, layout, batch, data, model, regather,
+                         blocks_backward=0)
 
 
-def bytes_n_over_n_minus_1(kind, nbytes, n):
-    """Invert the ratio: n / (n - 1) instead of (n - 1) / n."""
-    if n <= 1:
-        return 0.0
-    return nbytes * n / (n - 1) * (2 if kind == "all-reduce" else 1)
+def layout_bytes_no_tp_grads(size, layout, batch, data, model, regather=False):
+    """Tensor parallelism's weight gradients not summed over "data"."""
+    return _layout_bytes(size, layout, batch, data, model, regather, tp_grads=False)
+
+
+def layout_bytes_no_loss(size, layout, batch, data, model, regather=False):
+    """Leave the loss's all-reduce out."""
+    return _layout_bytes(size, layout, batch, data, model, regather, loss=False)
 
 
 # ---- best_layout ---------------------------------------------------------
@@ -222,24 +435,70 @@ def best_last_of_ties(size, batch, budget_bytes):
     return max(reversed(fitting), key=lambda c: -round(_sent(size, c[0], batch, *c[1])))
 
 
+def best_never_none(size, batch, budget_bytes):
+    """When nothing fits, the candidate that holds the least instead of None."""
+    fitting = [c for c in _candidates()
+               if scaling.state_bytes(size, c[0], *c[1])["total"] <= budget_bytes]
+    if fitting:
+        return min(fitting, key=lambda c: round(_sent(size, c[0], batch, *c[1])))
+    return min(_candidates(), key=lambda c: scaling.state_bytes(size, c[0], *c[1])
+               ["total"])
+
+
+def best_with_regather(size, batch, budget_bytes):
+    """Price FSDP with ZeRO-3's re-gather (regather=True)."""
+    def sent(c):
+        return round(sum(scaling.ring_bytes(k.kind, k.nbytes, k.group) for k in
+                         scaling.predicted_collectives(size, c[0], batch, *c[1],
+                                                       regather=True)))
+    fitting = [c for c in _candidates()
+               if scaling.state_bytes(size, c[0], *c[1])["total"] <= budget_bytes]
+    return min(fitting, key=sent) if fitting else None
+
+
 # ---- critical_batch ------------------------------------------------------
 
 
-def critical_without_regather(hw_flops, link_bandwidth, itemsize, n):
-    """Two passes over the weights (gather, reduce-scatter): the re-gather forgotten."""
-    return (n - 1) / n * 2 * itemsize * hw_flops / (6 * link_bandwidth)
+def _critical(layout, size, data, model, flops, axis_bandwidth, itemsize, *,
+              dp_phase=2, ring=True, activations=True, per_chip=True):
+    alpha = flops / axis_bandwidth
+    data_ring = (data - 1) / data if ring else float(data > 1)
+    model_ring = (model - 1) if ring else model * float(model > 1)
+    if layout == "data parallel":
+        return data_ring * itemsize * alpha / dp_phase
+    weights = data_ring * itemsize * alpha / (2 * model)
+    grows = model_ring * itemsize * alpha / (8 * size.width) if activations else 0.0
+    if grows >= 1:
+        return float("inf")
+    return weights / (1 - grows) * (1 if per_chip else model)
 
 
-def critical_without_ring_factor(hw_flops, link_bandwidth, itemsize, n):
-    """Each pass sends the whole weights, not (n - 1)/n of them."""
-    return itemsize * hw_flops / (2 * link_bandwidth)
+def critical_whole_step(layout, size, data, model, flops, axis_bandwidth, itemsize):
+    """Hide data parallelism's all-reduce behind the whole step (6 FLOPs)."""
+    return _critical(layout, size, data, model, flops, axis_bandwidth, itemsize,
+                     dp_phase=3)
 
 
-def critical_forward_flops(hw_flops, link_bandwidth, itemsize, n):
-    """2 FLOPs per parameter per example (the forward pass only) instead of 6."""
-    return (n - 1) / n * 3 * itemsize * hw_flops / (2 * link_bandwidth)
+def critical_per_group(layout, size, data, model, flops, axis_bandwidth, itemsize):
+    """Return the batch per data-parallel group of ``model`` chips, not per chip."""
+    return _critical(layout, size, data, model, flops, axis_bandwidth, itemsize,
+                     per_chip=False)
 
 
-def critical_inverted(hw_flops, link_bandwidth, itemsize, n):
-    """Turn the ratio upside down: bandwidth over FLOP/s."""
-    return (n - 1) / n * itemsize * link_bandwidth / (2 * hw_flops)
+def critical_without_activations(layout, size, data, model, flops, axis_bandwidth,
+                                 itemsize):
+    """Tensor parallelism's activations left out: the weights' bytes only."""
+    return _critical(layout, size, data, model, flops, axis_bandwidth, itemsize,
+                     activations=False)
+
+
+def critical_without_ring_factor(layout, size, data, model, flops, axis_bandwidth,
+                                 itemsize):
+    """Each collective sends its whole operand, not (n - 1)/n of it."""
+    return _critical(layout, size, data, model, flops, axis_bandwidth, itemsize,
+                     ring=False)
+
+
+def critical_inverted(layout, size, data, model, flops, axis_bandwidth, itemsize):
+    """Bandwidth over FLOP/s instead of FLOP/s over bandwidth."""
+    return _critical(layout, size, data, model, axis_bandwidth, flops, itemsize)

@@ -442,6 +442,28 @@ def test_chinese_feedback_explains_exception_names_and_structures() -> None:
         unregister("demo.zh_pair")
 
 
+def test_a_mistake_names_the_error_it_raises_in_the_panels_language() -> None:
+    from jaxcourse.exercises import Mistake
+
+    def unknown_axis(x):
+        raise ValueError("axis 'j' is not bound: a long library message")
+
+    register(Exercise(
+        id="demo.named_error", title="sum", chapter="demo", language="zh-Hant",
+        reference=lambda x: x, cases=[Case("x", lambda rng: (np.arange(3.0),))],
+        mistakes=[Mistake("請沿 'i' 軸相加", unknown_axis, raises="is not bound")],
+    ))
+    try:
+        named = check("demo.named_error", unknown_axis).messages[0]
+        # The type stays, glossed; the mistake's message replaces JAX's line.
+        assert "ValueError（值不合要求） — 請沿 'i' 軸相加" in named, named
+        assert "library message" not in named, named
+        other = check("demo.named_error", lambda x: x.no_such_attribute).messages[0]
+        assert "AttributeError（沒有這個屬性）：" in other and "'i'" not in other, other
+    finally:
+        unregister("demo.named_error")
+
+
 # --- the panel's warm-up ----------------------------------------------------------
 
 

@@ -737,16 +737,23 @@ def state_bytes_per_device__forgot_gradients(size, layout, data, model):
     return 3 * scaling.param_count(size) * 4 // pieces
 
 
-def state_bytes_per_device__forgot_bytes_per_number(size, layout, data, model):
-    """Counts four numbers per parameter but forgets that each is 4 bytes."""
-    pieces = _PIECES[layout](data, model)
-    return 4 * scaling.param_count(size) // pieces
-
-
 def state_bytes_per_device__bfloat16(size, layout, data, model):
     """Counts 2 bytes per number, as for bfloat16, instead of float32's 4."""
     pieces = _PIECES[layout](data, model)
     return 4 * scaling.param_count(size) * 2 // pieces
+
+
+def state_bytes_per_device__megabytes(size, layout, data, model):
+    """Returns megabytes, as the chapter prints them, instead of bytes."""
+    pieces = _PIECES[layout](data, model)
+    return 16 * scaling.param_count(size) / pieces / 1e6
+
+
+def state_bytes_per_device__fsdp_over_all_devices(size, layout, data, model):
+    """Reads "fully sharded" as over every device: FSDP divided by data * model."""
+    pieces = {"data parallel": 1, "FSDP": data * model, "tensor parallel": model,
+              "FSDP + TP": data * model}[layout]
+    return 16 * scaling.param_count(size) // pieces
 
 
 def state_bytes_per_device__axes_swapped(size, layout, data, model):
@@ -762,25 +769,11 @@ def state_bytes_per_device__all_devices(size, layout, data, model):
     return 16 * scaling.param_count(size) // pieces
 
 
-def state_bytes_per_device__data_parallel_split(size, layout, data, model):
-    """Divides data parallelism's state by "data" too, as if it split the weights."""
-    pieces = {"data parallel": data, "FSDP": data, "tensor parallel": model,
-              "FSDP + TP": data * model}[layout]
-    return 16 * scaling.param_count(size) // pieces
-
-
 def state_bytes_per_device__fsdp_tp_added(size, layout, data, model):
     """Divides FSDP + TP by data + model instead of data * model."""
     pieces = {"data parallel": 1, "FSDP": data, "tensor parallel": model,
               "FSDP + TP": data + model}[layout]
     return 16 * scaling.param_count(size) // pieces
-
-
-def state_bytes_per_device__full_gradients(size, layout, data, model):
-    """Splits parameters and moments but keeps whole gradients on every device."""
-    pieces = _PIECES[layout](data, model)
-    n = scaling.param_count(size)
-    return 3 * n * 4 // pieces + n * 4
 
 
 def state_bytes_per_device__adam_count_included(size, layout, data, model):
@@ -790,57 +783,250 @@ def state_bytes_per_device__adam_count_included(size, layout, data, model):
 
 
 # ---------------------------------------------------------------------------
-# Chapter 6, exercise 2: scaling.fsdp_specs
+# Chapter 6, exercise 2: scaling.step_memory
 # ---------------------------------------------------------------------------
 
 
-def _same_specs(params, w_in, w_out):
-    """Return one {"w_in": w_in, "w_out": w_out} dict per block of params."""
-    return [{"w_in": w_in, "w_out": w_out} for _ in params]
+def _analysis(step, args, donate=()):
+    """Return memory_analysis() of step compiled for args, donating ``donate``."""
+    return jax.jit(step, donate_argnums=donate).lower(*args).compile().memory_analysis()
 
 
-def fsdp_specs__second_dimension(params):
-    """Splits every weight's second dimension over "data" instead of its first."""
-    return _same_specs(params, P(None, "data"), P(None, "data"))
+def _state_nbytes(params, opt_state):
+    """Return the bytes of every array of params and opt_state."""
+    return sum(a.nbytes for a in jax.tree.leaves((params, opt_state)))
 
 
-def fsdp_specs__w_out_transposed(params):
-    """Splits w_in by rows but w_out by columns, along the hidden units both times."""
-    return _same_specs(params, P("data", None), P(None, "data"))
+def step_memory__state_sixteen_bytes(step, params, opt_state, x, y):
+    """Takes the state as 16 bytes per parameter, gradients included, as in ex. 1."""
+    args = (params, opt_state, x, y)
+    n = sum(a.size for a in jax.tree.leaves(params))
+    return {"state": 16 * n,
+            "peak": _analysis(step, args).peak_memory_in_bytes,
+            "donated_peak": _analysis(step, args, (0, 1)).peak_memory_in_bytes}
 
 
-def fsdp_specs__model_axis(params):
-    """Splits the first dimension over "model" instead of "data"."""
-    return _same_specs(params, P("model", None), P("model", None))
+def step_memory__state_from_arguments(step, params, opt_state, x, y):
+    """Reads the state as argument_size_in_bytes, which includes the batch x, y."""
+    args = (params, opt_state, x, y)
+    plain = _analysis(step, args)
+    return {"state": plain.argument_size_in_bytes,
+            "peak": plain.peak_memory_in_bytes,
+            "donated_peak": _analysis(step, args, (0, 1)).peak_memory_in_bytes}
 
 
-def fsdp_specs__both_axes(params):
-    """Splits the first dimension over both mesh axes, data and model."""
-    return _same_specs(params, P(("data", "model"), None), P(("data", "model"), None))
+def step_memory__state_without_count(step, params, opt_state, x, y):
+    """Counts the parameters and Adam's two moments, forgetting its step count."""
+    args = (params, opt_state, x, y)
+    weights = sum(a.nbytes for a in jax.tree.leaves(params))
+    return {"state": 3 * weights,
+            "peak": _analysis(step, args).peak_memory_in_bytes,
+            "donated_peak": _analysis(step, args, (0, 1)).peak_memory_in_bytes}
 
 
-def fsdp_specs__replicated(params):
-    """Returns P() for every weight: data parallelism, nothing split."""
-    return _same_specs(params, P(), P())
+def step_memory__peak_is_sum(step, params, opt_state, x, y):
+    """Takes arguments + outputs + temp - alias (the chapter's sum) as the peak."""
+    args = (params, opt_state, x, y)
+
+    def total(stats):
+        return (stats.argument_size_in_bytes + stats.output_size_in_bytes
+                + stats.temp_size_in_bytes - stats.alias_size_in_bytes)
+
+    return {"state": _state_nbytes(params, opt_state),
+            "peak": total(_analysis(step, args)),
+            "donated_peak": total(_analysis(step, args, (0, 1)))}
 
 
-def fsdp_specs__fsdp_plus_tp(params):
-    """Copies the chapter's FSDP + TP specs, which split over "model" too."""
-    return _same_specs(params, P("data", "model"), P("model", "data"))
+def step_memory__donate_params_only(step, params, opt_state, x, y):
+    """Donates only the parameters, donate_argnums=(0,), not Adam's state."""
+    args = (params, opt_state, x, y)
+    return {"state": _state_nbytes(params, opt_state),
+            "peak": _analysis(step, args).peak_memory_in_bytes,
+            "donated_peak": _analysis(step, args, (0,)).peak_memory_in_bytes}
 
 
-def fsdp_specs__flat_list(params):
-    """Returns a flat list with one spec per weight, not a tree like params."""
-    return [P("data", None) for _ in jax.tree.leaves(params)]
+def step_memory__donate_one_based(step, params, opt_state, x, y):
+    """Counts arguments from 1: donate_argnums=(1, 2) donates opt_state and x."""
+    args = (params, opt_state, x, y)
+    return {"state": _state_nbytes(params, opt_state),
+            "peak": _analysis(step, args).peak_memory_in_bytes,
+            "donated_peak": _analysis(step, args, (1, 2)).peak_memory_in_bytes}
 
 
-def fsdp_specs__only_w_in(params):
-    """Splits w_in over "data" but leaves w_out replicated."""
-    return _same_specs(params, P("data", None), P())
+def step_memory__donated_by_subtraction(step, params, opt_state, x, y):
+    """Does not compile the donated step: takes the peak minus the state."""
+    state = _state_nbytes(params, opt_state)
+    peak = _analysis(step, (params, opt_state, x, y)).peak_memory_in_bytes
+    return {"state": state, "peak": peak, "donated_peak": peak - state}
+
+
+def step_memory__runs_donated_step(step, params, opt_state, x, y):
+    """Runs the donated step once to be sure, which deletes the caller's arrays."""
+    donating = jax.jit(step, donate_argnums=(0, 1))
+    jax.block_until_ready(donating(params, opt_state, x, y))
+    stats = donating.lower(params, opt_state, x, y).compile().memory_analysis()
+    return {"state": _state_nbytes(params, opt_state),
+            "peak": _analysis(step, (params, opt_state, x, y)).peak_memory_in_bytes,
+            "donated_peak": stats.peak_memory_in_bytes}
 
 
 # ---------------------------------------------------------------------------
-# Chapter 6, exercise 3: scaling.tp_mlp
+# Chapter 6, exercise 3: scaling.remat_policy
+# ---------------------------------------------------------------------------
+
+_POLICIES = ("no remat", "checkpoint_dots", "full remat")
+
+
+def _first_fit(kept, budget_bytes, fits=lambda nbytes, budget: nbytes <= budget):
+    """Return the first name of _POLICIES whose kept bytes fit, or None."""
+    for name in _POLICIES:
+        if fits(kept[name], budget_bytes):
+            return name
+    return None
+
+
+def _kept(size, batch, per_hidden=9, kept_anyway=None):
+    """Return each policy's residual bytes: per_hidden bytes per hidden unit."""
+    d, f, n_layers = size.width, size.hidden, size.layers
+    if kept_anyway is None:
+        kept_anyway = n_layers * batch * d * 4  # L - 1 block outputs and the loss's
+    return {"no remat": kept_anyway + n_layers * batch * f * per_hidden,
+            "checkpoint_dots": kept_anyway + n_layers * batch * f * 4,
+            "full remat": kept_anyway}
+
+
+def remat_policy__forgot_kept_anyway(size, batch, budget_bytes):
+    """Counts only the (B, 4d) arrays, not the block outputs every policy keeps."""
+    return _first_fit(_kept(size, batch, kept_anyway=0), budget_bytes)
+
+
+def remat_policy__mask_float32(size, batch, budget_bytes):
+    """Counts the ReLU's boolean mask as 4 bytes: 12 bytes per hidden unit."""
+    return _first_fit(_kept(size, batch, per_hidden=12), budget_bytes)
+
+
+def remat_policy__forgot_zeros(size, batch, budget_bytes):
+    """Misses the broadcast zeros: 5 bytes per hidden unit without remat, not 9."""
+    return _first_fit(_kept(size, batch, per_hidden=5), budget_bytes)
+
+
+def remat_policy__every_block_output(size, batch, budget_bytes):
+    """Counts all L block outputs plus the loss's array: L + 1 (B, d) arrays, not L."""
+    extra = (size.layers + 1) * batch * size.width * 4
+    return _first_fit(_kept(size, batch, kept_anyway=extra), budget_bytes)
+
+
+def remat_policy__strict_budget(size, batch, budget_bytes):
+    """Reads "at most" as strictly less than the budget."""
+    return _first_fit(_kept(size, batch), budget_bytes,
+                      fits=lambda nbytes, budget: nbytes < budget)
+
+
+def remat_policy__weights_counted(size, batch, budget_bytes):
+    """Adds the weights and the input, which the text says not to count."""
+    weights = 4 * scaling.param_count(size)
+    inputs = 4 * batch * size.width
+    kept = {name: nbytes + weights + inputs
+            for name, nbytes in _kept(size, batch).items()}
+    return _first_fit(kept, budget_bytes)
+
+
+def remat_policy__chapter_thresholds(size, batch, budget_bytes):
+    """Uses the chapter's table (20, 10 and 2 MiB) as fixed thresholds."""
+    for name, mib in zip(_POLICIES, (20, 10, 2), strict=True):
+        if budget_bytes >= mib * 2**20:
+            return name
+    return None
+
+
+def remat_policy__returns_policy(size, batch, budget_bytes):
+    """Returns what jax.checkpoint takes (False, the policy, True), not its name."""
+    name = _first_fit(_kept(size, batch), budget_bytes)
+    remat = {"no remat": False, "full remat": True,
+             "checkpoint_dots": jax.checkpoint_policies.checkpoint_dots}
+    return None if name is None else remat[name]
+
+
+# ---------------------------------------------------------------------------
+# Chapter 6, exercise 4: scaling.fsdp_specs
+# ---------------------------------------------------------------------------
+
+
+def _spec_at(i):
+    """Return the spec that splits dimension i over "data"."""
+    return P(*([None] * i), "data")
+
+
+def fsdp_specs__first_dimension_only(params, n):
+    """Looks at the first dimension only: an array whose first n does not divide stays whole."""  # noqa: E501
+    return jax.tree.map(
+        lambda a: P("data") if a.ndim and a.shape[0] % n == 0 else P(), params)
+
+
+def fsdp_specs__no_divisibility_check(params, n):
+    """Splits every array's first dimension, whether n divides it or not."""
+    return jax.tree.map(lambda a: P("data") if a.ndim else P(), params)
+
+
+def fsdp_specs__last_divisible(params, n):
+    """Splits the last dimension that n divides instead of the first."""
+    def one(a):
+        for i in reversed(range(a.ndim)):
+            if a.shape[i] % n == 0:
+                return _spec_at(i)
+        return P()
+
+    return jax.tree.map(one, params)
+
+
+def fsdp_specs__no_leading_nones(params, n):
+    """Finds the right dimension but always writes P("data"), splitting the first."""
+    def one(a):
+        if any(dim % n == 0 for dim in a.shape):
+            return P("data")
+        return P()
+
+    return jax.tree.map(one, params)
+
+
+def fsdp_specs__eight_devices(params, n):
+    """Tests divisibility by 8, the chapter's device count, instead of n."""
+    def one(a):
+        for i, dim in enumerate(a.shape):
+            if dim % 8 == 0:
+                return _spec_at(i)
+        return P()
+
+    return jax.tree.map(one, params)
+
+
+def fsdp_specs__large_enough(params, n):
+    """Splits the first dimension of at least n elements, not one n divides."""
+    def one(a):
+        for i, dim in enumerate(a.shape):
+            if dim >= n:
+                return _spec_at(i)
+        return P()
+
+    return jax.tree.map(one, params)
+
+
+def fsdp_specs__flat_list(params, n):
+    """Returns a flat list with one spec per array, not a tree like params."""
+    specs = []
+    for a in jax.tree.leaves(params):
+        index = next((i for i, dim in enumerate(a.shape) if dim % n == 0), None)
+        specs.append(P() if index is None else _spec_at(index))
+    return specs
+
+
+def fsdp_specs__matrix_spec_everywhere(params, n):
+    """Copies the chapter's FSDP spec P("data", None) to every array."""
+    return jax.tree.map(lambda a: P("data", None), params)
+
+
+# ---------------------------------------------------------------------------
+# Chapter 6, exercise 5: scaling.tp_mlp
 # ---------------------------------------------------------------------------
 
 _TP_IN = (P("data", None), P(None, "model"), P("model", None))
@@ -932,64 +1118,98 @@ def tp_mlp__no_shard_map(x, w_in, w_out, mesh):
 
 
 # ---------------------------------------------------------------------------
-# Chapter 6, exercise 4: scaling.collective_bytes
+# Chapter 6, exercise 6: scaling.layout_bytes
 # ---------------------------------------------------------------------------
 
 
-def collective_bytes__all_reduce_like_gather(kind, nbytes, n):
-    """Prices an all-reduce like an all-gather, forgetting the factor 2."""
-    return nbytes * (n - 1) / n
+def _ring(kind, nbytes, n):
+    """Return the bytes one device sends on a ring of n (the chapter's table)."""
+    if n <= 1:
+        return 0.0
+    return (2 if kind == "all-reduce" else 1) * nbytes * (n - 1) / n
 
 
-def collective_bytes__whole_operand(kind, nbytes, n):
-    """Sends the whole operand (twice for an all-reduce), forgetting (n - 1)/n."""
-    if n == 1:
-        return 0
-    return 2 * nbytes if kind == "all-reduce" else nbytes
+def _step_bytes(size, layout, batch, data, model, regather=False, *, loss=True,
+                tp_reduces=None, activation_rows=None, fsdp_tp_piece=True,
+                itemsize=4, tp_weight_grads=("tensor parallel",), group=None):
+    """Return the bytes one device sends in a step, with the given slips."""
+    weight = size.width * size.hidden * itemsize
+    weights = 2 * size.layers
+    data_ring = group or data
+    model_ring = group or model
+    sent = 0.0
+    if loss:
+        sent += _ring("all-reduce", itemsize, data_ring if data > 1 else 1)
+    if layout == "data parallel":
+        sent += weights * _ring("all-reduce", weight, data_ring if data > 1 else 1)
+    if layout in ("FSDP", "FSDP + TP"):
+        piece = weight // model if layout == "FSDP + TP" and fsdp_tp_piece else weight
+        gathers = weights * (2 if regather else 1)
+        n = data_ring if data > 1 else 1
+        sent += gathers * _ring("all-gather", piece, n)
+        sent += weights * _ring("reduce-scatter", piece, n)
+    if layout in ("tensor parallel", "FSDP + TP"):
+        rows = (batch // data if activation_rows is None
+                else activation_rows(batch, data))
+        activation = rows * size.width * itemsize
+        count = 2 * size.layers - 1 if tp_reduces is None else tp_reduces(size.layers)
+        sent += count * _ring("all-reduce", activation, model_ring if model > 1 else 1)
+        if layout in tp_weight_grads and data > 1:
+            sent += weights * _ring("all-reduce", weight // model, data_ring)
+    return sent
 
 
-def collective_bytes__operand_as_block(kind, nbytes, n):
-    """Treats nbytes as one device's block and sends it to each of n - 1 others."""
-    factor = 2 if kind == "all-reduce" else 1
-    return factor * nbytes * (n - 1)
+def layout_bytes__no_loss(size, layout, batch, data, model, regather=False):
+    """Forgets the loss's one-number all-reduce over "data"."""
+    return _step_bytes(size, layout, batch, data, model, regather, loss=False)
 
 
-def collective_bytes__reduce_scatter_like_all_reduce(kind, nbytes, n):
-    """Prices a reduce-scatter like an all-reduce, since both reduce."""
-    factor = 1 if kind == "all-gather" else 2
-    return factor * nbytes * (n - 1) / n
+def layout_bytes__two_l_reduces(size, layout, batch, data, model, regather=False):
+    """Counts 2 L activation all-reduces for tensor parallelism, not 2 L - 1."""
+    return _step_bytes(size, layout, batch, data, model, regather,
+                       tp_reduces=lambda layers: 2 * layers)
 
 
-def collective_bytes__all_reduce_on_pieces(kind, nbytes, n):
-    """Prices the all-reduce's two halves on 1/n pieces: 2 S (n - 1) / n**2."""
-    if kind == "all-reduce":
-        return 2 * nbytes * (n - 1) / n**2
-    return nbytes * (n - 1) / n
+def layout_bytes__global_batch_activation(size, layout, batch, data, model,
+                                          regather=False):
+    """Sums the activation of the whole batch, not of the device's batch / data."""
+    return _step_bytes(size, layout, batch, data, model, regather,
+                       activation_rows=lambda batch, data: batch)
 
 
-def collective_bytes__one_piece(kind, nbytes, n):
-    """Sends one 1/n piece (two for an all-reduce) instead of n - 1 of them."""
-    if n == 1:
-        return 0
-    factor = 2 if kind == "all-reduce" else 1
-    return factor * nbytes / n
+def layout_bytes__fsdp_tp_whole_weights(size, layout, batch, data, model,
+                                        regather=False):
+    """FSDP + TP gathers and reduce-scatters whole weights, not their 1/model piece."""
+    return _step_bytes(size, layout, batch, data, model, regather,
+                       fsdp_tp_piece=False)
 
 
-def collective_bytes__naive_all_reduce(kind, nbytes, n):
-    """Prices an all-reduce as sending the whole operand to every other device."""
-    if kind == "all-reduce":
-        return nbytes * (n - 1)
-    return nbytes * (n - 1) / n
+def layout_bytes__ignores_regather(size, layout, batch, data, model, regather=False):
+    """Ignores regather: the weights are gathered once whatever it says."""
+    return _step_bytes(size, layout, batch, data, model, False)
 
 
-def collective_bytes__sent_and_received(kind, nbytes, n):
-    """Counts the bytes sent and received, twice the bytes sent."""
-    factor = 2 if kind == "all-reduce" else 1
-    return 2 * factor * nbytes * (n - 1) / n
+def layout_bytes__bfloat16(size, layout, batch, data, model, regather=False):
+    """Prices 2-byte numbers, as in the roofline section, not float32's 4."""
+    return _step_bytes(size, layout, batch, data, model, regather, itemsize=2)
+
+
+def layout_bytes__tp_grads_in_fsdp_tp(size, layout, batch, data, model,
+                                      regather=False):
+    """Adds tensor parallelism's weight-gradient all-reduce to FSDP + TP as well."""
+    return _step_bytes(size, layout, batch, data, model, regather,
+                       tp_weight_grads=("tensor parallel", "FSDP + TP"))
+
+
+def layout_bytes__ring_of_all_devices(size, layout, batch, data, model,
+                                      regather=False):
+    """Prices every collective on a ring of all data * model devices."""
+    return _step_bytes(size, layout, batch, data, model, regather,
+                       group=data * model)
 
 
 # ---------------------------------------------------------------------------
-# Chapter 6, exercise 5: scaling.best_layout
+# Chapter 6, exercise 7: scaling.best_layout
 # ---------------------------------------------------------------------------
 
 
@@ -1010,14 +1230,23 @@ def _sent(size, layout, batch, data, model, regather=False, group=None):
                      for c in found))
 
 
-def _candidates(size, batch, useful=_useful):
+def _candidates(size, batch, useful=_useful, meshes=None, **sent_options):
     """Yield (layout, mesh, state bytes, bytes sent), in the order of the text."""
     for layout in LAYOUTS:
-        for data, model in _meshes():
+        for data, model in meshes(layout) if meshes else _meshes():
             if useful(layout, data, model):
                 state = scaling.state_bytes(size, layout, data, model)["total"]
                 yield (layout, (data, model), state,
-                       _sent(size, layout, batch, data, model))
+                       _sent(size, layout, batch, data, model, **sent_options))
+
+
+def _fewest_sent(candidates, budget_bytes):
+    """Return (layout, mesh) of the first fitting candidate that sends least."""
+    fits = [c for c in candidates if c[2] <= budget_bytes]
+    if not fits:
+        return None
+    best = min(fits, key=lambda c: c[3])
+    return best[0], best[1]
 
 
 def best_layout__ignores_budget(size, batch, budget_bytes):
@@ -1037,67 +1266,26 @@ def best_layout__least_memory(size, batch, budget_bytes):
 
 def best_layout__every_mesh(size, batch, budget_bytes):
     """Tries every layout on every mesh, even where devices have nothing to do."""
-    fits = [c for c in _candidates(size, batch, useful=lambda *_: True)
-            if c[2] <= budget_bytes]
-    if not fits:
-        return None
-    best = min(fits, key=lambda c: c[3])
-    return best[0], best[1]
+    return _fewest_sent(_candidates(size, batch, useful=lambda *_: True),
+                        budget_bytes)
 
 
 def best_layout__regather(size, batch, budget_bytes):
     """Prices FSDP with ZeRO-3's re-gather (regather=True), which the text omits."""
-    best = None
-    for layout in LAYOUTS:
-        for data, model in _meshes():
-            if not _useful(layout, data, model):
-                continue
-            if scaling.state_bytes(size, layout, data, model)["total"] > budget_bytes:
-                continue
-            sent = _sent(size, layout, batch, data, model, regather=True)
-            if best is None or sent < best[2]:
-                best = (layout, (data, model), sent)
-    return None if best is None else best[:2]
+    return _fewest_sent(_candidates(size, batch, regather=True), budget_bytes)
 
 
 def best_layout__group_of_eight(size, batch, budget_bytes):
     """Prices every collective on a ring of all 8 devices, not its own group."""
-    best = None
-    for layout in LAYOUTS:
-        for data, model in _meshes():
-            if not _useful(layout, data, model):
-                continue
-            if scaling.state_bytes(size, layout, data, model)["total"] > budget_bytes:
-                continue
-            sent = _sent(size, layout, batch, data, model, group=data * model)
-            if best is None or sent < best[2]:
-                best = (layout, (data, model), sent)
-    return None if best is None else best[:2]
+    return _fewest_sent(_candidates(size, batch, group=8), budget_bytes)
 
 
-def best_layout__fewest_collectives(size, batch, budget_bytes):
-    """Minimizes the number of collectives instead of the bytes they send."""
-    best = None
-    for layout in LAYOUTS:
-        for data, model in _meshes():
-            if not _useful(layout, data, model):
-                continue
-            if scaling.state_bytes(size, layout, data, model)["total"] > budget_bytes:
-                continue
-            count = len(scaling.predicted_collectives(size, layout, batch, data,
-                                                      model))
-            if best is None or count < best[2]:
-                best = (layout, (data, model), count)
-    return None if best is None else best[:2]
-
-
-def best_layout__mesh_reversed(size, batch, budget_bytes):
-    """Returns the mesh as (model, data) instead of (data, model)."""
-    fits = [c for c in _candidates(size, batch) if c[2] <= budget_bytes]
-    if not fits:
-        return None
-    layout, (data, model), _, _ = min(fits, key=lambda c: c[3])
-    return layout, (model, data)
+def best_layout__chapter_meshes(size, batch, budget_bytes):
+    """Tries each layout on the chapter's mesh only (1 x 8 for TP, 4 x 2 for FSDP + TP)."""  # noqa: E501
+    chapter = {"data parallel": (8, 1), "FSDP": (8, 1), "tensor parallel": (1, 8),
+               "FSDP + TP": (4, 2)}
+    return _fewest_sent(_candidates(size, batch, meshes=lambda layout:
+                                    [chapter[layout]]), budget_bytes)
 
 
 def best_layout__never_none(size, batch, budget_bytes):
@@ -1121,50 +1309,132 @@ def best_layout__ties_to_last(size, batch, budget_bytes):
 
 
 # ---------------------------------------------------------------------------
-# Chapter 6, exercise 6: scaling.critical_batch
+# Chapter 6, exercise 8: scaling.critical_batch
 # ---------------------------------------------------------------------------
 
 
-def critical_batch__no_regather(hw_flops, link_bandwidth, itemsize, n):
-    """Counts two collectives per step, forgetting the backward pass's re-gather."""
-    sent_per_param = 2 * (n - 1) / n * itemsize
-    return sent_per_param * hw_flops / (6 * link_bandwidth)
+def _per_chip_bytes(layout, size, data, model, itemsize, exact=True):
+    """Return {pass: (fixed bytes, bytes per example per chip)} for each axis."""
+    weights = scaling.param_count(size) * itemsize
+
+    def ring(kind, nbytes, n):
+        if n <= 1:
+            return 0.0
+        return _ring(kind, nbytes, n) if exact else (
+            2 * nbytes if kind == "all-reduce" else nbytes)
+
+    out = {"forward": {"data": [0.0, 0.0], "model": [0.0, 0.0]},
+           "backward": {"data": [0.0, 0.0], "model": [0.0, 0.0]}}
+    if layout == "data parallel":
+        out["backward"]["data"][0] = ring("all-reduce", weights, data)
+    if layout in ("FSDP", "FSDP + TP"):
+        piece = weights / (model if layout == "FSDP + TP" else 1)
+        out["forward"]["data"][0] = ring("all-gather", piece, data)
+        out["backward"]["data"][0] = (ring("all-gather", piece, data)
+                                      + ring("reduce-scatter", piece, data))
+    if layout in ("tensor parallel", "FSDP + TP"):
+        # b examples per chip: b * model rows per "model" group.
+        activation = model * size.width * itemsize
+        out["forward"]["model"][1] = size.layers * ring("all-reduce", activation, model)
+        out["backward"]["model"][1] = (size.layers - 1) * ring("all-reduce", activation,
+                                                               model)
+    return out
 
 
-def critical_batch__no_ring_factor(hw_flops, link_bandwidth, itemsize, n):
-    """Forgets the ring's (n - 1)/n: each collective sends the whole P itemsize."""
-    return 3 * itemsize * hw_flops / (6 * link_bandwidth)
+def _solve(fixed, growing, per_example):
+    """Return the batch above which per_example * b >= fixed + growing * b."""
+    if fixed <= 0 and growing <= per_example:
+        return 0.0
+    if per_example <= growing:
+        return float("inf")
+    return fixed / (per_example - growing)
 
 
-def critical_batch__no_itemsize(hw_flops, link_bandwidth, itemsize, n):
-    """Counts parameters sent, not bytes, forgetting itemsize."""
-    return 3 * (n - 1) / n * hw_flops / (6 * link_bandwidth)
+def _critical(layout, size, data, model, flops, axis_bandwidth, itemsize,
+              exact=True, passes=("forward", "backward")):
+    """Solve each pass's roofline per chip and return the larger batch."""
+    sent = _per_chip_bytes(layout, size, data, model, itemsize, exact)
+    n_params = scaling.param_count(size)
+    needed = 0.0
+    for phase in passes:
+        per_example = (2 if phase == "forward" else 4) * n_params / flops
+        fixed = sum(sent[phase][axis][0] for axis in ("data", "model"))
+        growing = sum(sent[phase][axis][1] for axis in ("data", "model"))
+        needed = max(needed, _solve(fixed / axis_bandwidth, growing / axis_bandwidth,
+                                    per_example))
+    return needed
 
 
-def critical_batch__forward_flops_only(hw_flops, link_bandwidth, itemsize, n):
-    """Counts 2 FLOPs per parameter and example, the forward pass, not 6."""
-    return 3 * (n - 1) / n * itemsize * hw_flops / (2 * link_bandwidth)
+def critical_batch__whole_step(layout, size, data, model, flops, axis_bandwidth,
+                               itemsize):
+    """One roofline for the whole step: 6 FLOPs per parameter against all bytes."""
+    sent = _per_chip_bytes(layout, size, data, model, itemsize)
+    fixed = sum(sent[p][a][0] for p in sent for a in sent[p])
+    growing = sum(sent[p][a][1] for p in sent for a in sent[p])
+    per_example = 6 * scaling.param_count(size) / flops
+    return _solve(fixed / axis_bandwidth, growing / axis_bandwidth, per_example)
 
 
-def critical_batch__global_batch(hw_flops, link_bandwidth, itemsize, n):
-    """Returns the global batch over the n devices instead of the batch per device."""
-    return n * 3 * (n - 1) / n * itemsize * hw_flops / (6 * link_bandwidth)
+def critical_batch__no_ring_factor(layout, size, data, model, flops, axis_bandwidth,
+                                   itemsize):
+    """Drops the ring's (n - 1)/n, as the scaling book's closed forms do."""
+    return _critical(layout, size, data, model, flops, axis_bandwidth, itemsize,
+                     exact=False)
 
 
-def critical_batch__ratio_inverted(hw_flops, link_bandwidth, itemsize, n):
-    """Solves the equation upside down: bandwidth over FLOP/s."""
-    return 3 * (n - 1) / n * itemsize * link_bandwidth / (6 * hw_flops)
+def critical_batch__global_batch(layout, size, data, model, flops, axis_bandwidth,
+                                 itemsize):
+    """Returns the batch of all data * model chips, not the batch per chip."""
+    return data * model * _critical(layout, size, data, model, flops,
+                                    axis_bandwidth, itemsize)
 
 
-def critical_batch__reduce_scatter_as_all_reduce(hw_flops, link_bandwidth,
-                                                 itemsize, n):
-    """Prices the gradients' reduce-scatter like an all-reduce, 4 operands in all."""
-    return 4 * (n - 1) / n * itemsize * hw_flops / (6 * link_bandwidth)
+def critical_batch__axes_in_parallel(layout, size, data, model, flops,
+                                     axis_bandwidth, itemsize):
+    """Takes the slower axis's time (max) in each pass instead of adding the two."""
+    sent = _per_chip_bytes(layout, size, data, model, itemsize)
+    n_params = scaling.param_count(size)
+    needed = 0.0
+    for phase, flops_per_param in (("forward", 2), ("backward", 4)):
+        per_example = flops_per_param * n_params / flops
+        for fixed, growing in sent[phase].values():
+            needed = max(needed, _solve(fixed / axis_bandwidth,
+                                        growing / axis_bandwidth, per_example))
+    return needed
 
 
-def critical_batch__n_minus_one_not_fraction(hw_flops, link_bandwidth, itemsize, n):
-    """Multiplies by n - 1 instead of (n - 1)/n."""
-    return 3 * (n - 1) * itemsize * hw_flops / (6 * link_bandwidth)
+def critical_batch__backward_only(layout, size, data, model, flops, axis_bandwidth,
+                                  itemsize):
+    """Solves the backward pass only, where the gradients are sent."""
+    return _critical(layout, size, data, model, flops, axis_bandwidth, itemsize,
+                     passes=("backward",))
+
+
+def critical_batch__tp_any_batch(layout, size, data, model, flops, axis_bandwidth,
+                                 itemsize):
+    """Returns 0 for tensor parallelism, "any batch" as in the chapter's table."""
+    if layout == "tensor parallel":
+        return 0.0
+    return _critical(layout, size, data, model, flops, axis_bandwidth, itemsize)
+
+
+def critical_batch__tp_rule_without_itemsize(layout, size, data, model, flops,
+                                             axis_bandwidth, itemsize):
+    """Tensor parallelism by the chapter's 4d >= alpha (m - 1), written for bfloat16."""
+    if layout == "tensor parallel":
+        alpha = flops / axis_bandwidth
+        return 0.0 if 4 * size.width >= alpha * (model - 1) else float("inf")
+    return _critical(layout, size, data, model, flops, axis_bandwidth, itemsize)
+
+
+def critical_batch__fsdp_tp_weights_only(layout, size, data, model, flops,
+                                         axis_bandwidth, itemsize):
+    """FSDP + TP as FSDP's batch divided by the model axis, activations ignored."""
+    if layout == "FSDP + TP":
+        alpha = flops / axis_bandwidth
+        return (data - 1) / data * itemsize * alpha / 2 / model
+    return _critical(layout, size, data, model, flops, axis_bandwidth, itemsize)
+
 
 # ---------------------------------------------------------------------------
 # Chapter 4, exercises 4 and 5: sharding.collective_free_specs and
@@ -1547,33 +1817,68 @@ ANSWERS = [
      "wrong axis name"),
     ("scaling.state_bytes_per_device", state_bytes_per_device__forgot_gradients,
      "gradients left out"),
-    ("scaling.state_bytes_per_device",
-     state_bytes_per_device__forgot_bytes_per_number, "bytes per number left out"),
     ("scaling.state_bytes_per_device", state_bytes_per_device__bfloat16,
      "2 bytes per number"),
+    ("scaling.state_bytes_per_device", state_bytes_per_device__megabytes,
+     "megabytes, not bytes"),
+    ("scaling.state_bytes_per_device",
+     state_bytes_per_device__fsdp_over_all_devices, "FSDP divided by data * model"),
     ("scaling.state_bytes_per_device", state_bytes_per_device__axes_swapped,
      "FSDP divided by model, TP by data"),
     ("scaling.state_bytes_per_device", state_bytes_per_device__all_devices,
      "divided by all devices"),
-    ("scaling.state_bytes_per_device",
-     state_bytes_per_device__data_parallel_split, "data parallel divided by data"),
     ("scaling.state_bytes_per_device", state_bytes_per_device__fsdp_tp_added,
      "FSDP + TP divided by data + model"),
-    ("scaling.state_bytes_per_device", state_bytes_per_device__full_gradients,
-     "gradients kept whole"),
     ("scaling.state_bytes_per_device",
      state_bytes_per_device__adam_count_included, "Adam's step count added"),
-    ("scaling.fsdp_specs", fsdp_specs__second_dimension,
-     "second dimension split"),
-    ("scaling.fsdp_specs", fsdp_specs__w_out_transposed,
-     "w_out split by columns"),
-    ("scaling.fsdp_specs", fsdp_specs__model_axis, "split over model, not data"),
-    ("scaling.fsdp_specs", fsdp_specs__both_axes, "split over both axes"),
-    ("scaling.fsdp_specs", fsdp_specs__replicated, "nothing split"),
-    ("scaling.fsdp_specs", fsdp_specs__fsdp_plus_tp, "FSDP + TP specs"),
+    ("scaling.step_memory", step_memory__state_sixteen_bytes,
+     "state as 16 bytes per parameter, gradients included"),
+    ("scaling.step_memory", step_memory__state_from_arguments,
+     "state read as argument_size_in_bytes (batch included)"),
+    ("scaling.step_memory", step_memory__state_without_count,
+     "state without Adam's step count"),
+    ("scaling.step_memory", step_memory__peak_is_sum,
+     "peak as arguments + outputs + temp - alias"),
+    ("scaling.step_memory", step_memory__donate_params_only,
+     "donate_argnums=(0,): parameters only"),
+    ("scaling.step_memory", step_memory__donate_one_based,
+     "donate_argnums=(1, 2): opt_state and x"),
+    ("scaling.step_memory", step_memory__donated_by_subtraction,
+     "donated peak as peak minus state, not compiled"),
+    ("scaling.step_memory", step_memory__runs_donated_step,
+     "runs the donated step: the caller's arrays deleted"),
+    ("scaling.remat_policy", remat_policy__forgot_kept_anyway,
+     "block outputs kept by every policy left out"),
+    ("scaling.remat_policy", remat_policy__mask_float32,
+     "boolean mask counted as 4 bytes"),
+    ("scaling.remat_policy", remat_policy__forgot_zeros,
+     "broadcast zeros left out: 5 bytes per hidden unit"),
+    ("scaling.remat_policy", remat_policy__every_block_output,
+     "L + 1 (B, d) arrays kept, not L"),
+    ("scaling.remat_policy", remat_policy__strict_budget,
+     "strictly below the budget"),
+    ("scaling.remat_policy", remat_policy__weights_counted,
+     "weights and input counted"),
+    ("scaling.remat_policy", remat_policy__chapter_thresholds,
+     "the chapter's 20/10/2 MiB as fixed thresholds"),
+    ("scaling.remat_policy", remat_policy__returns_policy,
+     "returns jax.checkpoint's argument, not the name"),
+    ("scaling.fsdp_specs", fsdp_specs__first_dimension_only,
+     "only the first dimension tried"),
+    ("scaling.fsdp_specs", fsdp_specs__no_divisibility_check,
+     "first dimension split without checking n divides it"),
+    ("scaling.fsdp_specs", fsdp_specs__last_divisible,
+     "last divisible dimension, not the first"),
+    ("scaling.fsdp_specs", fsdp_specs__no_leading_nones,
+     "P('data') without the leading Nones"),
+    ("scaling.fsdp_specs", fsdp_specs__eight_devices,
+     "divisibility by 8, not n"),
+    ("scaling.fsdp_specs", fsdp_specs__large_enough,
+     "first dimension >= n, not divisible by n"),
     ("scaling.fsdp_specs", fsdp_specs__flat_list,
      "flat list, not the params structure"),
-    ("scaling.fsdp_specs", fsdp_specs__only_w_in, "w_out not split"),
+    ("scaling.fsdp_specs", fsdp_specs__matrix_spec_everywhere,
+     "P('data', None) for every array"),
     ("scaling.tp_mlp", tp_mlp__no_psum, "psum missing, check_vma=False"),
     ("scaling.tp_mlp", tp_mlp__pmean, "pmean instead of psum"),
     ("scaling.tp_mlp", tp_mlp__psum_over_data, "psum over data, not model"),
@@ -1585,22 +1890,21 @@ ANSWERS = [
      "out_specs=P(data, model) after psum"),
     ("scaling.tp_mlp", tp_mlp__extra_psum_over_data, "extra psum over data"),
     ("scaling.tp_mlp", tp_mlp__no_shard_map, "Auto mode under jit, no shard_map"),
-    ("scaling.collective_bytes", collective_bytes__all_reduce_like_gather,
-     "all-reduce priced like all-gather"),
-    ("scaling.collective_bytes", collective_bytes__whole_operand,
-     "(n - 1)/n missing"),
-    ("scaling.collective_bytes", collective_bytes__operand_as_block,
-     "operand taken as one block: times n - 1"),
-    ("scaling.collective_bytes", collective_bytes__reduce_scatter_like_all_reduce,
-     "reduce-scatter priced like all-reduce"),
-    ("scaling.collective_bytes", collective_bytes__all_reduce_on_pieces,
-     "all-reduce divided by n again"),
-    ("scaling.collective_bytes", collective_bytes__one_piece,
-     "one 1/n piece instead of n - 1"),
-    ("scaling.collective_bytes", collective_bytes__naive_all_reduce,
-     "all-reduce sends the operand to every device"),
-    ("scaling.collective_bytes", collective_bytes__sent_and_received,
-     "sent and received counted"),
+    ("scaling.layout_bytes", layout_bytes__no_loss,
+     "loss all-reduce forgotten"),
+    ("scaling.layout_bytes", layout_bytes__two_l_reduces,
+     "2 L activation all-reduces, not 2 L - 1"),
+    ("scaling.layout_bytes", layout_bytes__global_batch_activation,
+     "activation of the global batch, not batch / data"),
+    ("scaling.layout_bytes", layout_bytes__fsdp_tp_whole_weights,
+     "FSDP + TP moves whole weights, not 1/model"),
+    ("scaling.layout_bytes", layout_bytes__ignores_regather,
+     "regather ignored"),
+    ("scaling.layout_bytes", layout_bytes__bfloat16, "2 bytes per number"),
+    ("scaling.layout_bytes", layout_bytes__tp_grads_in_fsdp_tp,
+     "weight-gradient all-reduce added to FSDP + TP"),
+    ("scaling.layout_bytes", layout_bytes__ring_of_all_devices,
+     "every ring of data * model devices"),
     ("scaling.best_layout", best_layout__ignores_budget, "budget ignored"),
     ("scaling.best_layout", best_layout__least_memory,
      "least memory instead of fewest bytes"),
@@ -1610,28 +1914,27 @@ ANSWERS = [
      "FSDP priced with re-gather"),
     ("scaling.best_layout", best_layout__group_of_eight,
      "every collective priced on 8 devices"),
-    ("scaling.best_layout", best_layout__fewest_collectives,
-     "fewest collectives instead of fewest bytes"),
-    ("scaling.best_layout", best_layout__mesh_reversed,
-     "mesh returned as (model, data)"),
+    ("scaling.best_layout", best_layout__chapter_meshes,
+     "only the chapter's mesh per layout"),
     ("scaling.best_layout", best_layout__never_none,
      "never returns None"),
     ("scaling.best_layout", best_layout__ties_to_last, "ties go to the last"),
-    ("scaling.critical_batch", critical_batch__no_regather,
-     "two collectives, re-gather forgotten"),
+    ("scaling.critical_batch", critical_batch__whole_step,
+     "one roofline for the whole step"),
     ("scaling.critical_batch", critical_batch__no_ring_factor,
      "(n - 1)/n missing"),
-    ("scaling.critical_batch", critical_batch__no_itemsize, "itemsize missing"),
-    ("scaling.critical_batch", critical_batch__forward_flops_only,
-     "2 FLOPs per parameter, not 6"),
     ("scaling.critical_batch", critical_batch__global_batch,
-     "global batch, not per device"),
-    ("scaling.critical_batch", critical_batch__ratio_inverted,
-     "bandwidth over FLOP/s"),
-    ("scaling.critical_batch", critical_batch__reduce_scatter_as_all_reduce,
-     "reduce-scatter priced as all-reduce"),
-    ("scaling.critical_batch", critical_batch__n_minus_one_not_fraction,
-     "n - 1 instead of (n - 1)/n"),
+     "global batch, not per chip"),
+    ("scaling.critical_batch", critical_batch__axes_in_parallel,
+     "max of the axes' times, not their sum"),
+    ("scaling.critical_batch", critical_batch__backward_only,
+     "backward pass only"),
+    ("scaling.critical_batch", critical_batch__tp_any_batch,
+     "tensor parallel always 0"),
+    ("scaling.critical_batch", critical_batch__tp_rule_without_itemsize,
+     "TP by 4d >= alpha (m - 1), itemsize ignored"),
+    ("scaling.critical_batch", critical_batch__fsdp_tp_weights_only,
+     "FSDP + TP as FSDP / model, activations ignored"),
 
     (_E4, collective_free_specs__tensor_parallel, "Megatron pair, all-reduce"),
     (_E4, collective_free_specs__batch_first_axis, "batch on one axis, 2x work"),

@@ -24,6 +24,7 @@ from .observe import observe_all
 from .registry import by_chapter, exercise_ids, get, register, unregister
 from .result import Feedback, Result
 from .spec import Case, Exercise, Mistake
+from .sweeps import each_call, random_calls
 from .time_limit import TimeLimitError, call_with_time_limit
 from .warming import warm_up
 
@@ -46,11 +47,13 @@ __all__ = [
     "call_with_time_limit",
     "check",
     "check_panel",
+    "each_call",
     "exercise_ids",
     "get",
     "judge",
     "message",
     "observe_all",
+    "random_calls",
     "register",
     "unregister",
     "warm_up",

@@ -2,9 +2,10 @@
 
 :func:`judge` compares what a learner's function did on each case with what
 the reference did (stored ahead of time, :mod:`jaxcourse.exercises.references`,
-or computed here), names a known mistake when a wrong answer matches one, and
-returns a :class:`~jaxcourse.exercises.result.Result` with one message per
-test, in the exercise's language. :func:`check` is observe-then-judge in one
+or computed here), names a known mistake when a wrong answer matches one (by
+its output, or by the error it raises), and returns a
+:class:`~jaxcourse.exercises.result.Result` with one message per test, in the
+exercise's language. :func:`check` is observe-then-judge in one
 call; it never raises because of the learner's code. What differs between two
 values is said by :mod:`~jaxcourse.exercises.comparison`.
 """
@@ -86,6 +87,8 @@ def _diagnose(exercise: Exercise, index: int, got: Observation) -> str:
         return ""
     stored: Any = False  # looked up once, when a mistake is first needed
     for number, mistake in enumerate(exercise.mistakes):
+        if not mistake.applies_to(index, len(exercise.cases)):
+            continue
         key = (exercise.id, id(exercise), index, number)
         if key not in _MISTAKE_CACHE:
             if stored is False:
@@ -97,6 +100,16 @@ def _diagnose(exercise: Exercise, index: int, got: Observation) -> str:
         if wrong.kind == "value" and not compare(wrong.value, got.value, case):
             return mistake.message
     return ""
+
+
+def _named_error(exercise: Exercise, error: str) -> str:
+    """Return the message of the first mistake that raises ``error``, or "".
+
+    ``error`` is an observation's first line ("ValueError: ..."); a mistake
+    names it when the line holds the mistake's ``raises``.
+    """
+    return next((m.message for m in exercise.mistakes
+                 if m.raises and m.raises in error), "")
 
 
 def _verdict(
@@ -119,12 +132,16 @@ def _verdict(
     elif got.kind == "skipped":
         problem = message("skipped_after_timeout", lang)
     elif got.kind == "error":
+        named = _named_error(exercise, got.error)
+        # A named error keeps only its type: the mistake's message says the rest.
+        error = explain_error(got.error.partition(":")[0] if named else got.error, lang)
         if transform:
-            problem = message("raised_under", lang,
-                              error=explain_error(got.error, lang), transform=transform)
+            problem = message("raised_under", lang, error=error, transform=transform)
         else:
-            problem = message("raised", lang, error=explain_error(got.error, lang))
-        if got.category == "concretization":
+            problem = message("raised", lang, error=error)
+        if named:
+            problem += " — " + named
+        elif got.category == "concretization":
             problem += ": " + message("jit_advice", lang)
         elif got.category == "tracer_leak":
             problem += ": " + message("tracer_leak", lang)

@@ -156,15 +156,36 @@ class Case:
 
 @dataclass(frozen=True)
 class Mistake:
-    """A known wrong answer, recognised by its output to name the problem.
+    """A known wrong answer, recognised by its output or its error to name the problem.
 
     When a learner's output fails a case but equals what ``function`` returns
     on the same input, the feedback adds ``message`` (e.g. "did you take the
     argmax along axis 0?").
+
+    ``raises``, when given, is a piece of the first line of the error that
+    ``function`` raises (as "ValueError: ..." reads): a learner's call that
+    raises an error whose first line holds it is named by ``message`` in place
+    of that line. An error raised deep inside JAX is cut off at its first
+    line, in English whatever the panel's language, and says what JAX could
+    not do rather than what the code should do; the message says the latter.
+    ``function`` stays the example of the slip, so a test can check that it
+    still raises the error ``raises`` recognises.
+
+    ``cases``, when given, are the indices of the cases (negative ones count
+    from the end) on which the mistake may be named. A rule's answer on one
+    shown case is a single choice that many different slips share; on a case
+    of many random calls only the slip itself gives every answer, so a
+    rule's mistakes are named there alone.
     """
 
     message: str
     function: Callable
+    raises: str = ""
+    cases: tuple[int, ...] = ()
+
+    def applies_to(self, index: int, count: int) -> bool:
+        """Whether the mistake may be named on case ``index`` of ``count``."""
+        return not self.cases or index in {i % count for i in self.cases}
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -66,40 +67,218 @@ def state_float(size, layout, data, model):  # correct: a float is fine
     return 16.0 * scaling.param_count(size) / split
 
 
-# -- exercise 2: fsdp_specs
-def specs_columns(params):
+# -- exercise 2: step_memory
+def _analyses(step, params, opt_state, x, y, donate=(0, 1)):
+    plain = jax.jit(step).lower(params, opt_state, x, y).compile()
+    donated = jax.jit(step, donate_argnums=donate).lower(
+        params, opt_state, x, y).compile()
+    return plain.memory_analysis(), donated.memory_analysis()
+
+
+def memory_sixteen_bytes(step, params, opt_state, x, y):  # the chapter's 16 / param
+    plain, donated = _analyses(step, params, opt_state, x, y)
+    count = sum(w.size for w in jax.tree.leaves(params))
+    return {"state": 16 * count, "peak": plain.peak_memory_in_bytes,
+            "donated_peak": donated.peak_memory_in_bytes}
+
+
+def memory_everything_added(step, params, opt_state, x, y):
+    plain, donated = _analyses(step, params, opt_state, x, y)
+    state = sum(a.nbytes for a in jax.tree.leaves([params, opt_state]))
+
+    def total(m):
+        return (m.argument_size_in_bytes + m.output_size_in_bytes
+                + m.temp_size_in_bytes - m.alias_size_in_bytes)
+    return {"state": state, "peak": total(plain), "donated_peak": total(donated)}
+
+
+def memory_params_donated(step, params, opt_state, x, y):
+    plain, donated = _analyses(step, params, opt_state, x, y, donate=0)
+    state = sum(a.nbytes for a in jax.tree.leaves([params, opt_state]))
+    return {"state": state, "peak": plain.peak_memory_in_bytes,
+            "donated_peak": donated.peak_memory_in_bytes}
+
+
+def memory_same_program(step, params, opt_state, x, y):  # donation not compiled
+    compiled = jax.jit(step).lower(params, opt_state, x, y).compile()
+    peak = compiled.memory_analysis().peak_memory_in_bytes
+    state = sum(a.nbytes for a in jax.tree.leaves([params, opt_state]))
+    return {"state": state, "peak": peak, "donated_peak": peak}
+
+
+def memory_run_donated(step, params, opt_state, x, y):  # correct: runs it too
+    peak = jax.jit(step).lower(params, opt_state, x, y).compile() \
+        .memory_analysis().peak_memory_in_bytes
+    state = sum(a.nbytes for a in jax.tree.leaves([params, opt_state]))
+    donating = jax.jit(step, donate_argnums=(0, 1))
+    compiled = donating.lower(params, opt_state, x, y).compile()
+    compiled(params, opt_state, x, y)  # deletes the donated arrays (copies here)
+    return {"state": state, "peak": peak,
+            "donated_peak": compiled.memory_analysis().peak_memory_in_bytes}
+
+
+def memory_from_arguments(step, params, opt_state, x, y):  # correct: args - batch
+    plain, donated = _analyses(step, params, opt_state, x, y)
+    return {"state": plain.argument_size_in_bytes - x.nbytes - y.nbytes,
+            "peak": plain.peak_memory_in_bytes,
+            "donated_peak": donated.peak_memory_in_bytes}
+
+
+def memory_alias(step, params, opt_state, x, y):  # correct: the alias is the state
+    plain, donated = _analyses(step, params, opt_state, x, y)
+    return {"peak": plain.peak_memory_in_bytes,
+            "donated_peak": donated.peak_memory_in_bytes,
+            "state": donated.alias_size_in_bytes}
+
+
+def memory_jnp_sizes(step, params, opt_state, x, y):  # correct: sizes and itemsizes
+    plain, donated = _analyses(step, params, opt_state, x, y)
+    state = sum(int(np.prod(a.shape)) * a.dtype.itemsize
+                for a in jax.tree.leaves((params, opt_state)))
+    return dict(state=state, peak=int(plain.peak_memory_in_bytes),
+                donated_peak=int(donated.peak_memory_in_bytes))
+
+
+# -- exercise 3: remat_policy
+def _kept(size, batch, per_hidden, per_width=4):
+    return batch * size.layers * (size.width * per_width + size.hidden * per_hidden)
+
+
+def remat_always_full(size, batch, budget_bytes):
+    if _kept(size, batch, 0) <= budget_bytes:
+        return "full remat"
+    return None
+
+
+def remat_mask_four_bytes(size, batch, budget_bytes):
+    for name, per_hidden in (("no remat", 12), ("checkpoint_dots", 4),
+                             ("full remat", 0)):
+        if _kept(size, batch, per_hidden) <= budget_bytes:
+            return name
+    return None
+
+
+def remat_hidden_only(size, batch, budget_bytes):
+    for name, per_hidden in (("no remat", 9), ("checkpoint_dots", 4),
+                             ("full remat", 0)):
+        if _kept(size, batch, per_hidden, per_width=0) <= budget_bytes:
+            return name
+    return None
+
+
+def remat_fixed_thresholds(size, batch, budget_bytes):  # fits the shown size only
+    if budget_bytes >= 20e6:
+        return "no remat"
+    if budget_bytes >= 10e6:
+        return "checkpoint_dots"
+    return "full remat" if budget_bytes >= 2e6 else None
+
+
+def remat_formula(size, batch, budget_bytes):  # correct
+    per_example = size.layers * (4 * size.width + 9 * size.hidden)
+    if batch * per_example <= budget_bytes:
+        return "no remat"
+    if batch * size.layers * 4 * (size.width + size.hidden) <= budget_bytes:
+        return "checkpoint_dots"
+    if batch * size.layers * 4 * size.width <= budget_bytes:
+        return "full remat"
+    return None
+
+
+_PER_UNIT = {}
+
+
+def remat_measured(size, batch, budget_bytes):  # correct: measured once, scaled
+    # Every residual is (batch, d) or (batch, 4d) per block: measure one block
+    # of width 1 and one example once, then scale by width, batch and blocks.
+    policies = {"no remat": False,
+                "checkpoint_dots": jax.checkpoint_policies.checkpoint_dots,
+                "full remat": True}
+    if not _PER_UNIT:
+        one = Size(1, 1)
+        params = scaling.init_params(jax.random.key(0), one)
+        x, y = scaling.make_batch(jax.random.key(1), one, 1)
+        for name, remat in policies.items():
+            rows = scaling.saved_residuals(
+                lambda p, remat=remat: scaling.loss(p, x, y, remat=remat), params)
+            _PER_UNIT[name] = scaling.residual_bytes(
+                [r for r in rows if not r[1].startswith("from")])
+    for name in policies:
+        if _PER_UNIT[name] * size.width * batch * size.layers <= budget_bytes:
+            return name
+    return None
+
+
+def remat_table(size, batch, budget_bytes):  # correct: a table of bytes per unit
+    per_hidden = {"no remat": 4 + 4 + 1, "checkpoint_dots": 4, "full remat": 0}
+    for name in ("no remat", "checkpoint_dots", "full remat"):
+        need = batch * size.layers * (4 * size.width + per_hidden[name] * size.hidden)
+        if need <= budget_bytes:
+            return name
+    return None
+
+
+# -- exercise 4: fsdp_specs
+def specs_columns(params, n):
     return jax.tree.map(lambda w: P(None, "data"), params)
 
 
-def specs_model_axis(params):
+def specs_model_axis(params, n):
     return [{k: P("model") for k in block} for block in params]
 
 
-def specs_all_replicated(params):
+def specs_all_replicated(params, n):
     return jax.tree.map(lambda w: P(), params)
 
 
-def specs_both(params):
-    return jax.tree.map(lambda w: P("data", "model"), params)
+def specs_first_dim(params, n):  # the chapter's weights only
+    return jax.tree.map(lambda w: P("data", None), params)
 
 
-def specs_flat_list(params):  # one spec per weight, but the tree is lost
+def specs_flat_list(params, n):  # one spec per weight, but the tree is lost
     return [P("data", None) for _ in jax.tree.leaves(params)]
 
 
-def specs_short(params):  # correct: trailing None may be left out
-    return jax.tree.map(lambda w: P("data"), params)
+def specs_largest_dim(params, n):
+    def spec(w):
+        fits = [a for a in range(w.ndim) if w.shape[a] % n == 0]
+        if not fits:
+            return P()
+        axis = max(fits, key=lambda a: w.shape[a])
+        return P(*([None] * axis), "data")
+    return jax.tree.map(spec, params)
 
 
-def specs_comprehension(params):  # correct
-    return [{"w_in": P("data", None), "w_out": P("data", None)} for _ in params]
+def specs_loop(params, n):  # correct: a loop, trailing None left out
+    def spec(w):
+        for i, length in enumerate(w.shape):
+            if length % n == 0:
+                entries = [None] * w.ndim
+                entries[i] = "data"
+                return P(*entries)
+        return P()
+    return jax.tree.map(spec, params)
 
 
-def specs_by_rank(params):  # correct: one entry per dimension
-    return jax.tree.map(lambda w: P("data", *([None] * (w.ndim - 1))), params)
+def specs_next(params, n):  # correct: next() over the dimensions
+    def spec(w):
+        axis = next((i for i, d in enumerate(np.shape(w)) if d % n == 0), None)
+        return P() if axis is None else P(*(None,) * axis, "data")
+    return jax.tree_util.tree_map(spec, params)
 
 
-# -- exercise 3: tp_mlp
+def specs_full_rank(params, n):  # correct: one entry per dimension, always
+    def spec(w):
+        entries = [None] * len(w.shape)
+        for i, length in enumerate(w.shape):
+            if length % n == 0:
+                entries[i] = "data"
+                break
+        return P(*entries)
+    return jax.tree.map(spec, params)
+
+
+# -- exercise 5: tp_mlp
 SPECS = dict(in_specs=(P("data", None), P(None, "model"), P("model", None)),
              out_specs=P("data", None))
 
@@ -162,6 +341,26 @@ def tp_unchecked_promise(x, w_in, w_out, mesh):  # out_specs on a varying value
                          **SPECS)(x, w_in, w_out)
 
 
+def tp_psum_over_data(x, w_in, w_out, mesh):  # the wrong axis: shard_map raises
+    def f(x, a, b):
+        return jax.lax.psum(jax.nn.relu(x @ a) @ b, "data")
+    return jax.shard_map(f, mesh=mesh, **SPECS)(x, w_in, w_out)
+
+
+def tp_psum_over_both(x, w_in, w_out, mesh):  # adds other examples' rows in
+    def f(x, a, b):
+        return jax.lax.psum(jax.nn.relu(x @ a) @ b, ("data", "model"))
+    return jax.shard_map(f, mesh=mesh, **SPECS)(x, w_in, w_out)
+
+
+def tp_gather_without_psum(x, w_in, w_out, mesh):  # gathered, check on: raises
+    def f(x, a, b):
+        a = jax.lax.all_gather(a, "model", axis=1, tiled=True)
+        b = jax.lax.all_gather(b, "model", axis=0, tiled=True)
+        return jax.nn.relu(x @ a) @ b
+    return jax.shard_map(f, mesh=mesh, **SPECS)(x, w_in, w_out)
+
+
 def tp_decorated(x, w_in, w_out, mesh):  # correct
     @partial(jax.shard_map, mesh=mesh, **SPECS)
     def f(x, a, b):
@@ -186,44 +385,59 @@ def tp_axis_from_mesh(x, w_in, w_out, mesh):  # correct: names read from the mes
                          out_specs=P(data, None))(x, w_in, w_out)
 
 
-# -- exercise 4: collective_bytes
-def bytes_no_two(kind, nbytes, n):
-    return nbytes * (n - 1) / n
+# -- exercise 6: layout_bytes
+def _ring(kind, nbytes, n):
+    return (2 if kind == "all-reduce" else 1) * nbytes * (n - 1) / n
 
 
-def bytes_whole(kind, nbytes, n):
-    if n == 1:
-        return 0
-    return 2 * nbytes if kind == "all-reduce" else nbytes
+def bytes_one_gather(size, layout, batch, data, model, regather=False):
+    return layout_bytes_module(size, layout, batch, data, model, False)
 
 
-def bytes_each_other(kind, nbytes, n):
-    times = 2 if kind == "all-reduce" else 1
-    return times * nbytes * (n - 1)
+def bytes_no_loss(size, layout, batch, data, model, regather=False):
+    return layout_bytes_module(size, layout, batch, data, model, regather) \
+        - _ring("all-reduce", 4, data)
 
 
-def bytes_inverted(kind, nbytes, n):
-    if n == 1:
-        return 0.0
-    times = 2 if kind == "all-reduce" else 1
-    return times * nbytes * n / (n - 1)
+def bytes_two_l(size, layout, batch, data, model, regather=False):
+    extra = 0.0
+    if layout in ("tensor parallel", "FSDP + TP"):
+        extra = _ring("all-reduce", batch // data * size.width * 4, model)
+    return layout_bytes_module(size, layout, batch, data, model, regather) + extra
 
 
-def bytes_module(kind, nbytes, n):  # correct: the chapter's function
-    return scaling.ring_bytes(kind, nbytes, n)
+def bytes_whole_operands(size, layout, batch, data, model, regather=False):
+    return sum((2 if c.kind == "all-reduce" else 1) * c.nbytes for c in
+               scaling.predicted_collectives(size, layout, batch, data, model,
+                                             regather=regather) if c.group > 1)
 
 
-def bytes_steps(kind, nbytes, n):  # correct: n - 1 steps of one piece
-    steps = (n - 1) * (2 if kind == "all-reduce" else 1)
-    return steps * (nbytes / n)
+def layout_bytes_module(size, layout, batch, data, model, regather=False):  # correct
+    return sum(scaling.ring_bytes(c.kind, c.nbytes, c.group) for c in
+               scaling.predicted_collectives(size, layout, batch, data, model,
+                                             regather=regather))
 
 
-def bytes_table(kind, nbytes, n):  # correct
-    factor = {"all-reduce": 2.0, "all-gather": 1.0, "reduce-scatter": 1.0}[kind]
-    return factor * nbytes * (1 - 1 / n)
+def bytes_by_axis(size, layout, batch, data, model, regather=False):  # correct
+    w = 4 * size.width * size.hidden
+    over_data, over_model = 4.0 * 2, 0.0  # the loss, all-reduced
+    if layout == "data parallel":
+        over_data += 2 * size.layers * 2 * w
+    elif layout == "FSDP" or layout == "FSDP + TP":
+        piece = w / model if layout == "FSDP + TP" else w
+        over_data += 2 * size.layers * (3 if regather else 2) * piece
+    if layout in ("tensor parallel", "FSDP + TP"):
+        over_model += (2 * size.layers - 1) * 2 * (batch / data) * size.width * 4
+        if layout == "tensor parallel":
+            over_data += 2 * size.layers * 2 * w / model
+    return over_data * (data - 1) / data + over_model * (model - 1) / model
 
 
-# -- exercise 5: best_layout
+def bytes_jnp(size, layout, batch, data, model, regather=False):  # correct: float32
+    return jnp.float32(bytes_by_axis(size, layout, batch, data, model, regather))
+
+
+# -- exercise 7: best_layout
 def _candidates(every=False):
     for layout in LAYOUTS:
         for data, model in MESHES:
@@ -248,18 +462,20 @@ def best_no_budget(size, batch, budget_bytes):
 
 def best_smallest(size, batch, budget_bytes):
     fit = [c for c in _candidates() if _fits(size, *c, budget_bytes)]
-    return min(fit, key=lambda c: scaling.state_bytes(size, c[0], *c[1])["total"])
+    return min(fit, key=lambda c: scaling.state_bytes(size, c[0], *c[1])["total"],
+               default=None)
 
 
 def best_any_mesh(size, batch, budget_bytes):
     fit = [c for c in _candidates(every=True) if _fits(size, *c, budget_bytes)]
-    return min(fit, key=lambda c: round(_sent(size, c[0], batch, c[1])))
+    return min(fit, key=lambda c: round(_sent(size, c[0], batch, c[1])), default=None)
 
 
 def best_operands(size, batch, budget_bytes):
     fit = [c for c in _candidates() if _fits(size, *c, budget_bytes)]
     return min(fit, key=lambda c: sum(
-        x.nbytes for x in scaling.predicted_collectives(size, c[0], batch, *c[1])))
+        x.nbytes for x in scaling.predicted_collectives(size, c[0], batch, *c[1])),
+        default=None)
 
 
 def best_last_tie(size, batch, budget_bytes):
@@ -269,7 +485,7 @@ def best_last_tie(size, batch, budget_bytes):
             sent = round(_sent(size, c[0], batch, c[1]))
             if best is None or sent <= best[0]:
                 best = (sent, c)
-    return best[1]
+    return best and best[1]
 
 
 def best_sorted(size, batch, budget_bytes):  # correct: sorted is stable
@@ -295,43 +511,73 @@ def best_loop(size, batch, budget_bytes):  # correct: strictly fewer replaces
 
 
 def best_list_answer(size, batch, budget_bytes):  # correct: a list is a sequence
-    layout, mesh = best_loop(size, batch, budget_bytes)
-    return [layout, list(mesh)]
+    found = best_loop(size, batch, budget_bytes)
+    return None if found is None else [found[0], list(found[1])]
 
 
-# -- exercise 6: critical_batch
-def critical_two_passes(hw_flops, link_bandwidth, itemsize, n):
-    return 2 * (n - 1) / n * itemsize / link_bandwidth * hw_flops / 6
+# -- exercise 8: critical_batch
+def critical_whole_step_dp(layout, size, data, model, flops, axis_bandwidth,
+                           itemsize):
+    if layout == "data parallel":  # the all-reduce spread over the whole step
+        return 2 * (data - 1) / data * itemsize * flops / axis_bandwidth / 6
+    return critical_closed_form(layout, size, data, model, flops, axis_bandwidth,
+                                itemsize)
 
 
-def critical_no_ring(hw_flops, link_bandwidth, itemsize, n):
-    return 3 * itemsize * hw_flops / (6 * link_bandwidth)
+def critical_per_group(layout, size, data, model, flops, axis_bandwidth, itemsize):
+    return model * critical_closed_form(layout, size, data, model, flops,
+                                        axis_bandwidth, itemsize)
 
 
-def critical_two_flops(hw_flops, link_bandwidth, itemsize, n):
-    return 3 * (n - 1) / n * itemsize * hw_flops / (2 * link_bandwidth)
+def critical_weights_only(layout, size, data, model, flops, axis_bandwidth,
+                          itemsize):
+    return (data - 1) / data * itemsize * flops / axis_bandwidth / (2 * model)
 
 
-def critical_upside_down(hw_flops, link_bandwidth, itemsize, n):
-    return 3 * (n - 1) / n * itemsize * link_bandwidth / (6 * hw_flops)
+def critical_old_formula(layout, size, data, model, flops, axis_bandwidth,
+                         itemsize):  # chapter 6's old FSDP answer, for every layout
+    n = data * model
+    return 3 * (n - 1) / n * itemsize / axis_bandwidth * flops / 6
 
 
-def critical_simplified(hw_flops, link_bandwidth, itemsize, n):  # correct
-    return (n - 1) / n * itemsize * hw_flops / (2 * link_bandwidth)
+def critical_closed_form(layout, size, data, model, flops, axis_bandwidth,
+                         itemsize):  # correct
+    alpha = flops / axis_bandwidth
+    if layout == "data parallel":
+        return (data - 1) / data * itemsize * alpha / 2
+    weights = (data - 1) / data * itemsize * alpha / (2 * model)
+    activations = (model - 1) * itemsize * alpha / (8 * size.width)
+    return weights / (1 - activations) if activations < 1 else float("inf")
 
 
-def critical_solved(hw_flops, link_bandwidth, itemsize, n):  # correct, P kept
-    params = 1e9
-    comm_time = 3 * (n - 1) / n * params * itemsize / link_bandwidth
-    flops_per_example = 6 * params
-    return comm_time * hw_flops / flops_per_example
+def critical_per_pass(layout, size, data, model, flops, axis_bandwidth,
+                      itemsize):  # correct: both passes solved, the larger kept
+    params = scaling.param_count(size)
+    w = params * itemsize / model  # this chip's share of the weights
+    # A chip's b examples are b * model of its group's batch / data: an
+    # all-reduce of their (., d) activations sends 2 (model - 1) d per example.
+    act = 2 * (model - 1) * size.width * itemsize
+    ring = (data - 1) / data
+    passes = []
+    for flops_per, gathers, blocks in ((2, 1, size.layers),
+                                       (4, 2, size.layers - 1)):
+        compute = flops_per * params / flops  # seconds per example, per chip
+        if layout == "data parallel":
+            fixed = 2 * ring * w / axis_bandwidth if flops_per == 4 else 0.0
+            grow = 0.0
+        else:
+            fixed = gathers * ring * w / axis_bandwidth
+            grow = blocks * act / axis_bandwidth
+        if fixed == 0 and grow <= compute:
+            passes.append(0.0)
+        elif grow >= compute:
+            passes.append(float("inf"))
+        else:
+            passes.append(fixed / (compute - grow))
+    return max(passes)
 
 
-def critical_from_module(hw_flops, link_bandwidth, itemsize, n):  # correct
-    hw = scaling.Hardware("mine", hw_flops, 0.0, 0.0, link_bandwidth, "")
-    size = Size(4096, 16)
-    # The chapter's function counts the loss's all-reduce too: a few bytes.
-    found = scaling.critical_batch(size, "FSDP", hw, data=n, itemsize=itemsize)
-    loss = 2 * (n - 1) / n * itemsize / link_bandwidth * hw_flops \
-        / (6 * scaling.param_count(size))
-    return found - loss
+def critical_from_module(layout, size, data, model, flops, axis_bandwidth,
+                         itemsize):  # correct: the chapter's function, on a line
+    hw = scaling.Hardware("mine", flops, 0.0, 0.0, axis_bandwidth, "")
+    return scaling.critical_batch(size, layout, hw, data, model, itemsize)
