@@ -450,10 +450,10 @@ def critical_calls(count: int = 24) -> Inputs:
     The layouts take turns, each with a mesh it uses (data parallel and FSDP
     ``n × 1``, tensor parallel ``1 × n``, FSDP + TP both sides at least 2);
     the chips' FLOP/s and bandwidths span today's accelerators, the numbers
-    are 2 or 4 bytes. Where tensor parallelism takes part, the width is drawn
-    from half to twice the width at which its activations would use all the
-    FLOPs (``8 d = itemsize · α · (model - 1)``), so that some cases are
-    compute-bound at every batch, some at none, and some in between.
+    are 2 or 4 bytes in turn. Where tensor parallelism takes part, the width
+    is drawn from half to twice the width at which its activations would use
+    all the FLOPs (``8 d = itemsize · α · (model - 1)``), below and above it in
+    turn, so that some cases are compute-bound at every batch and some at none.
     """
     def make(rng: np.random.Generator, k: int) -> tuple:
         layout = scaling.LAYOUTS[k % len(scaling.LAYOUTS)]
@@ -464,11 +464,14 @@ def critical_calls(count: int = 24) -> Inputs:
                                      int(rng.choice((2, 4, 8))))}[layout]
         flops = float(f"{rng.uniform(1e14, 2e15):.3g}")
         bandwidth = float(f"{rng.uniform(2e10, 9e11):.3g}")
-        itemsize = int(rng.choice((2, 4)))
+        # Every layout meets both sizes of number, and tensor parallelism's
+        # widths fall below and above the balance in turn, with each size.
+        itemsize = (2, 4)[k // 4 % 2]
         width = int(rng.integers(1, 17)) * 1024
         if model > 1:
             balance = itemsize * flops / bandwidth * (model - 1) / 8
-            width = max(256, int(balance * rng.uniform(0.5, 2.0)) // 256 * 256)
+            low, high = ((0.5, 1.0), (1.0, 2.0))[k // 8 % 2]
+            width = max(256, int(balance * rng.uniform(low, high)) // 256 * 256)
         size = scaling.Size(width, int(rng.integers(1, 97)))
         return (layout, size, data, model, flops, bandwidth, itemsize)
 
