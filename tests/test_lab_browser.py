@@ -18,6 +18,7 @@ The server is shut down at the end, and no process it started may outlive it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -319,9 +320,16 @@ def _click_and_read(driver: object, cell: object, label: str, wanted: str) -> st
 @pytest.mark.parametrize("learner", LEARNERS, ids=lambda x: x.notebook.split("_")[0])
 def test_a_learner_works_through_the_first_exercise(lab: Lab, learner: Learner) -> None:
     shot = SHOTS / f"lab__{Path(learner.notebook).stem}"
+    with _browser(lab, shot) as driver:
+        _work_through(driver, lab, learner, shot)
+
+
+@contextlib.contextmanager
+def _browser(lab: Lab, shot: Path) -> Iterator[object]:
+    """Open chromium; on a failure keep a screenshot; stop the kernels after."""
     with chromium(window="1400,1000") as driver:
         try:
-            _work_through(driver, lab, learner, shot)
+            yield driver
         except BaseException:
             driver.save_screenshot(f"{shot}__failed.png")
             raise
@@ -505,14 +513,8 @@ def test_a_chapter_shows_its_admonitions_rendered(lab: Lab) -> None:
     assert any(kind == "admonition" and title for kind, title in wanted), (
         f"{CHAPTER} has no titled admonition left: point CHAPTER at one that has")
     shot = SHOTS / f"lab__{Path(CHAPTER).stem}"
-    with chromium(window="1400,1000") as driver:
-        try:
-            _read_admonitions(driver, lab, wanted, shot)
-        except BaseException:
-            driver.save_screenshot(f"{shot}__failed.png")
-            raise
-        finally:
-            _stop_kernels(lab)
+    with _browser(lab, shot) as driver:
+        _read_admonitions(driver, lab, wanted, shot)
 
 
 def _read_admonitions(driver: object, lab: Lab, wanted: list[tuple[str, str]],
