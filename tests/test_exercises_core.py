@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
+import sys
 import threading
 import time
 
@@ -320,6 +322,36 @@ def test_time_limit_without_signals_in_another_thread() -> None:
     thread.start()
     thread.join(3)
     assert outcome == {"seconds": 0.2, "value": 5}
+
+
+def test_a_thread_interrupted_leaves_no_signal_that_hangs_a_profile_hook() -> None:
+    # CPython 3.11 left the interpreter's "async exception" flag raised after
+    # the interrupt was cleared, and the next call under sys.setprofile then
+    # spun forever (the grader's borrowing watch sets one).
+    def worker():
+        with contextlib.suppress(TimeLimitError):
+            call_with_time_limit(lambda: time.sleep(1), 0.05)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join(3)
+    time.sleep(1.1)  # the interrupted sleep ends, and its thread with it
+    namespace: dict = {}
+    exec(compile("def add(a, b):\n    return abs(a) + b\n", "<cell>", "exec"),
+         namespace)
+    done = []
+
+    def profiled():
+        sys.setprofile(lambda *_: None)
+        try:
+            done.append(namespace["add"](3, 4))
+        finally:
+            sys.setprofile(None)
+
+    probe = threading.Thread(target=profiled, daemon=True)
+    probe.start()
+    probe.join(3)
+    assert done == [7]
 
 
 # --- plain data ----------------------------------------------------------------
