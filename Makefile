@@ -5,7 +5,7 @@ export JAX_COURSE_VENV := $(VENV)
 # Quiet TensorFlow's C++ start-up logs; errors still show.
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: setup self data test test-fast lint light book lab exercises bench clean \
+.PHONY: setup self data test test-fast lint light book lab exercises release bench clean \
 	cluster cluster-stop
 
 setup:  ## create the environment, install everything, provision the data
@@ -46,8 +46,10 @@ test-fast: self  ## unit and contract tests in this process only (no notebook, n
 
 # The course's own Slurm cluster (~/.jax-course/slurm): chapter 7's Slurm
 # section and `grading --slurm` run on it. The tests start it themselves when
-# they need it, and stop it afterwards if they started it.
-cluster: self  ## start the course's single-machine Slurm cluster (installs Slurm if missing)
+# they need it, and stop it afterwards if they started it. It ends with the
+# line that points your shell's squeue and sacct at it (export SLURM_CONF=...);
+# `python -m jaxcourse.slurm squeue|sacct` needs none.
+cluster: self  ## start the course's single-machine Slurm cluster (installs Slurm if missing); prints its SLURM_CONF line
 	bash scripts/cluster.sh start
 
 cluster-stop:  ## stop the course's Slurm cluster (only the daemons it started)
@@ -62,6 +64,12 @@ lab: self  ## open JupyterLab on the repository
 
 exercises: self  ## regenerate the student notebooks and the stored reference outputs
 	$(PY) -m jaxcourse.exercises.authoring
+
+# A class release for an assignment: the student notebooks and the course
+# without its reference answers (book/for_teachers.md, "A class release").
+release: self  ## a class release: make release DIR=<folder> [CHAPTERS="03_bayes 06_scaling"] [SOLUTIONS_AFTER=YYYY-MM-DD]
+	@test -n "$(DIR)" || { echo 'usage: make release DIR=<folder> [CHAPTERS="03_bayes 06_scaling"] [SOLUTIONS_AFTER=YYYY-MM-DD]' >&2; exit 2; }
+	$(PY) -m jaxcourse.exercises.release "$(DIR)" $(if $(CHAPTERS),--chapters $(CHAPTERS)) $(if $(SOLUTIONS_AFTER),--solutions-after $(SOLUTIONS_AFTER))
 
 bench: self  ## training-loop speed as ratios to the device-resident limit
 	$(PY) benchmarks/loops.py

@@ -11,8 +11,10 @@ NBGRADER_VENV="${JAX_COURSE_NBGRADER_VENV:-$HOME/.jax-course/venv-nbgrader}"
 # slurmctld, slurmd, slurm-client and munge: the course's own Slurm cluster
 # (make cluster; chapter 7 and grading --slurm). Installing them does not
 # start a system-wide Slurm that the course uses: it runs its own daemons.
+# bubblewrap: the wall the grader runs each submission in (read-only files,
+# no network); without it the grader refuses unless told --no-sandbox.
 APT_PACKAGES=(dataset-fashion-mnist openmpi-bin fonts-noto-cjk chromium chromium-driver
-              slurmctld slurmd slurm-client munge)
+              slurmctld slurmd slurm-client munge bubblewrap)
 
 # shellcheck source=scripts/pins.sh
 source "$here/scripts/pins.sh"
@@ -57,6 +59,15 @@ step "nbgrader environment: $NBGRADER_VENV"
 [ -x "$NBGRADER_VENV/bin/python" ] || "$VENV/bin/python" -m venv "$NBGRADER_VENV"
 install_pins "$NBGRADER_VENV" "$here/scripts/nbgrader-requirements.txt" \
   "nbgrader's pinned packages"
+
+step "The grader's sandbox (bubblewrap)"
+# Only a warning: learners never need it; a teacher grading here does (a
+# kernel or container that forbids user namespaces says so here, not later).
+"$VENV/bin/python" -c '
+from jaxcourse.exercises.isolation import unavailable_reason
+reason = unavailable_reason()
+print("bubblewrap walls submissions in" if reason is None else
+      f"warning: the grader cannot wall submissions in here: {reason}")'
 
 step "Offline dataset"
 "$VENV/bin/python" -m jaxcourse.data

@@ -34,6 +34,8 @@ from solutions.shard_map_checks import has_shard_map, place, shard_map_used
 Inputs = Callable[[np.random.Generator], tuple]
 #: The mesh shapes of 8 devices, ``(data, model)``, in the chapter's order.
 MESHES = ((8, 1), (4, 2), (2, 4), (1, 8))
+#: The remat policies, from the fewest FLOPs (and most memory) to the most.
+REMAT_POLICIES = ("no remat", "checkpoint_dots", "full remat")
 #: What a spec's entry is written as in the checks' output: 0 none, 1 "data", 2 "model".
 AXIS_CODES = {None: 0, scaling.DATA: 1, scaling.MODEL: 2}
 
@@ -434,7 +436,7 @@ def remat_calls(count: int = 24) -> Inputs:
 
 
 #: What the remat exercise's answers are compared as: their index in this order.
-REMAT_CHOICES = ("no remat", "checkpoint_dots", "full remat", None)
+REMAT_CHOICES = (*REMAT_POLICIES, None)
 
 
 def remat_choice(out: Any) -> np.ndarray:

@@ -167,7 +167,7 @@ def test_a_check_cell_holds_only_its_call() -> None:
         authoring.with_nbgrader(nb)
 
 
-def test_nbgrader_course_folder(tmp_path: Path, capsys) -> None:
+def test_nbgrader_course_folder(tmp_path: Path, capsys, monkeypatch) -> None:
     from traitlets.config import Config
 
     course = tmp_path / "course"
@@ -177,9 +177,12 @@ def test_nbgrader_course_folder(tmp_path: Path, capsys) -> None:
     source = nbformat.read(course / "source" / "03_bayes" / MASTER_3.name,
                            as_version=4)
     master = nbformat.read(MASTER_3, as_version=4)
-    # The same cells, but titled as the exercises nbgrader releases to learners.
+    # The same cells, but titled as the exercises nbgrader releases to learners,
+    # and without the hidden tests: nbgrader scores with the course's grader.
     assert master.cells[0].source.startswith("# Solutions 3: ")
     master.cells[0].source = authoring.student_title(master.cells[0].source)
+    for cell in master.cells:
+        cell.source = authoring.strip_hidden_tests(cell.source)
     assert source.cells[0].source.startswith("# Chapter 3 exercises: ")
     assert [(c.cell_type, c.source, c.metadata["nbgrader"]) for c in source.cells] \
         == [(c.cell_type, c.source, c.metadata["nbgrader"]) for c in master.cells]
@@ -187,7 +190,12 @@ def test_nbgrader_course_folder(tmp_path: Path, capsys) -> None:
                for c in source.cells if c.cell_type == "code")
     assert "widgets" not in source.metadata
     config = Config()
-    exec((course / "nbgrader_config.py").read_text(), {"get_config": lambda: config})
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the config adds its folder
+    exec((course / "nbgrader_config.py").read_text(), {
+        "get_config": lambda: config, "__file__": str(course / "nbgrader_config.py")})
+    assert config.CourseScores.python == sys.executable
+    assert str(ROOT) in config.CourseScores.path
+    assert (course / "jaxcourse_nbgrader.py").is_file()
     assert config.ClearSolutions.code_stub == {
         "python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     assert config.ClearSolutions.text_stub == "YOUR ANSWER HERE"

@@ -1,5 +1,6 @@
 """A class of generated submissions, graded two at a time: every row, no process
-left behind, the course unchanged, and a rerun that grades only what changed."""
+left behind, the course and the environment unchanged, and a rerun that grades
+only what changed; the wall around each submission, and the refusal without it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import concurrent.futures
 import hashlib
 import json
 import shutil
+import subprocess
+import sysconfig
 import time
 from pathlib import Path
 
@@ -15,9 +18,9 @@ import psutil
 import pytest
 from slurm_cluster import slurm_cluster  # noqa: F401  (a fixture)
 
-from jaxcourse import slurm
+from jaxcourse import CourseError, slurm
 from jaxcourse.data.store import sha256_file
-from jaxcourse.exercises import grading
+from jaxcourse.exercises import grading, isolation
 from jaxcourse.exercises.sandbox import plan_cells, skippable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,6 +38,16 @@ SLEEPS = {"j_new_session": "3101", "k_double_fork": "3102", "l_nohup": "3103"}
 # cores): one loaded run took over 45 s. The endless one sleeps, so a long
 # limit costs wall time on this worker, not CPU.
 TIMEOUT = 120
+# What the escaping submission aims at outside its run folder: a .pth in the
+# environment (it would run in every later Python), a file under
+# ~/.jax-course and one it deletes there (the canary, which the tests put
+# there first). Harmless if they ever got through: the .pth only names a
+# folder that does not exist, and the fixture removes all three.
+SITE = Path(sysconfig.get_paths()["purelib"])
+PTH = SITE / "zz_jaxcourse_test_planted.pth"
+HOME = Path.home() / ".jax-course"
+PLANTED = HOME / "jaxcourse-test-planted"
+CANARY = HOME / "jaxcourse-test-canary"
 
 
 def _solution_cells() -> dict[str, str]:
@@ -81,6 +94,34 @@ def _sleepers() -> list[int]:
     return found
 
 
+def _escape(submissions: Path) -> str:
+    """A cell that writes and deletes outside its run folder, twice.
+
+    Through Python, where the in-process guard refuses and names each
+    attempt; then through a shell, around the guard, where only the wall
+    stands: the .pth fails (read-only), the write under ~/.jax-course and the
+    one into another submission's folder land in the decoys that hide them,
+    and the canary is out of sight.
+    """
+    other = submissions / "a_correct.ipynb"
+    targets = [str(PTH), str(PLANTED), str(other)]
+    shell = (f"echo /nowhere >> '{PTH}'; echo planted > '{PLANTED}'; "
+             f"rm -f '{CANARY}'; echo planted >> '{other}'")
+    return (
+        "import os, subprocess\n"
+        f"for path in {targets!r}:\n"
+        "    try:\n"
+        "        with open(path, 'a') as handle:\n"
+        "            handle.write('/nowhere\\n')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "try:\n"
+        f"    os.remove({str(CANARY)!r})\n"
+        "except OSError:\n"
+        "    pass\n"
+        f"subprocess.run(['sh', '-c', {shell!r}])")
+
+
 def _class(folder: Path, course: Path) -> None:
     both = ("batched_log_joint", "vmapped_log_joint")
     one = ("batched_log_joint",)
@@ -120,6 +161,7 @@ def _class(folder: Path, course: Path) -> None:
             "import glob, os\n"
             "others = glob.glob(os.path.join(os.getcwd(), '..', '..', '*', 'work', "
             "'*.ipynb'))")),
+        "q_escapes": _student(both, _escape(folder)),
     }
     for name, nb in notebooks.items():
         nbformat.write(nb, folder / f"{name}.ipynb")
@@ -139,6 +181,40 @@ def _course(base: Path, source: Path = ROOT) -> list[Path]:
     return folders
 
 
+def _environment() -> str:
+    """A digest of the environment's site-packages: its entries, and its files' times.
+
+    Folders' own times are left out: another process compiling a module
+    for the first time adds a ``__pycache__`` inside one.
+    """
+    digest = hashlib.sha256()
+    for entry in sorted(SITE.iterdir()):
+        digest.update(entry.name.encode())
+        if entry.is_file():
+            info = entry.stat()
+            digest.update(f"{info.st_size} {info.st_mtime_ns}".encode())
+    return digest.hexdigest()
+
+
+def _folder_digest(folder: Path) -> dict[str, str]:
+    return {p.name: sha256_file(p) for p in sorted(folder.iterdir())}
+
+
+@pytest.fixture(scope="module")
+def canary() -> object:
+    """The file the escaping submission deletes under ~/.jax-course, put there first.
+
+    Whatever happens, nothing the submission aimed at is left behind.
+    """
+    HOME.mkdir(parents=True, exist_ok=True)
+    CANARY.write_text("the grading test's canary\n")
+    try:
+        yield CANARY
+    finally:
+        for path in (CANARY, PLANTED, PTH):
+            path.unlink(missing_ok=True)
+
+
 def _grade_on_slurm(base: Path, folders: list[Path]) -> dict:
     """The class written under ``base``, graded as a Slurm job array."""
     submissions = base / "submissions"
@@ -146,13 +222,15 @@ def _grade_on_slurm(base: Path, folders: list[Path]) -> dict:
     _class(submissions, folders[0].parent)
     started = time.perf_counter()
     # Four tasks of four submissions, two at a time: like jobs=2 locally.
+    before = _folder_digest(submissions)
     rows = grading.grade([submissions], chapter=CHAPTER, exercises=IDS,
                          timeout=TIMEOUT, case_time_limit=10, memory_mb=3000,
                          out_dir=base / "out", course=folders, slurm=True,
                          slurm_chunk=4, slurm_parallel=2)
     seconds = time.perf_counter() - started
     return {"rows": rows, "out": base / "out", "seconds": seconds,
-            "folders": folders, "submissions": submissions}
+            "folders": folders, "submissions": submissions,
+            "submissions_unchanged": _folder_digest(submissions) == before}
 
 
 def _after_slurm(result: dict) -> dict:
@@ -178,22 +256,23 @@ def _cluster_for_slurm_tests(request: pytest.FixtureRequest) -> bool:
 
 
 @pytest.fixture(scope="module")
-def graded(request: pytest.FixtureRequest,
-           tmp_path_factory: pytest.TempPathFactory) -> dict:
+def graded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+           canary: Path) -> dict:
     """The class graded once, with what was observed right after.
 
     When the Slurm tests run too, the same class is graded on Slurm at the
-    same time, against a course copy of its own (each grader blames the
-    course's changes on its own submissions). Most of either run is the
-    endless submission asleep until its time limit, twice (once more alone,
-    after a course change while it ran): the two runs overlap those waits.
+    same time, against a course copy of its own. Most of either run is the
+    endless submission asleep until its time limit: the two runs overlap
+    those waits.
     """
     base = tmp_path_factory.mktemp("class")
     folders = _course(base)
     before = _fingerprint(folders)
+    environment = _environment()
     submissions = base / "submissions"
     submissions.mkdir()
     _class(submissions, folders[0].parent)
+    notebooks = _folder_digest(submissions)
     out = base / "out"
     on_slurm = None
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
@@ -209,12 +288,16 @@ def graded(request: pytest.FixtureRequest,
     # (Leaving the pool waited for the Slurm run: its sleepers count too.)
     return {"rows": rows, "out": out, "submissions": submissions,
             "folders": folders, "before": before, "seconds": seconds,
-            "leftover": _sleepers(), "on_slurm": on_slurm}
+            "leftover": _sleepers(), "on_slurm": on_slurm,
+            "environment_unchanged": _environment() == environment,
+            "submissions_unchanged": _folder_digest(submissions) == notebooks,
+            "home": {"canary": CANARY.is_file(), "planted": PLANTED.exists(),
+                     "pth": PTH.exists()}}
 
 
 @pytest.mark.slow
 class TestGradingAClass:
-    """Sixteen submissions, graded with ``jobs=2``."""
+    """Seventeen submissions, graded with ``jobs=2``."""
 
     def test_every_row(self, graded) -> None:
         both, one, none = [1.0, 1.0], [1.0, 0.0], [0.0, 0.0]
@@ -235,6 +318,7 @@ class TestGradingAClass:
             "n_shell_edits_course": ("tampered", none),
             "o_flood": ("graded", one),
             "p_snoops": ("tampered", none),
+            "q_escapes": ("tampered", none),
         }
         got = {r.submission: (r.status, list(r.scores.values()))
                for r in graded["rows"]}
@@ -252,25 +336,33 @@ class TestGradingAClass:
             "it ran out of memory (limit 3000 MB) in cells 2")
         assert reasons["m_edits_course"] == (
             "it tried to change the course's files (mlp.py): zero")
+        # Around the guard, through a shell: the wall hid the course behind a
+        # decoy, and what the shell wrote there is named.
         assert reasons["n_shell_edits_course"] == (
-            "the course's files changed while it ran (mlp.py); they were restored: "
-            "zero")
+            "it tried to change the course's files (mlp.py): zero")
         assert reasons["p_snoops"].startswith("it tried to read outside its own folder")
+        # Every file it aimed at, through Python or a shell, in its row.
+        assert reasons["q_escapes"] == (
+            f"it tried to write outside its own folder ({PTH.name}, {PLANTED.name}, "
+            f"{CANARY.name}, a_correct.ipynb): zero")
         assert all(r.status in grading.STATUSES for r in graded["rows"])
 
-    def test_no_process_is_left_and_the_course_is_unchanged(self, graded) -> None:
+    def test_no_process_is_left_and_nothing_outside_changed(self, graded) -> None:
         assert graded["leftover"] == []
         assert _fingerprint(graded["folders"]) == graded["before"]
-        # What the shell wrote was kept aside, not lost.
-        saved = list((graded["out"] / "jaxcourse-course-changes").rglob("mlp.py"))
-        assert saved and saved[0].read_text().endswith("# edited\n")
+        # Nothing reached the course, so nothing had to be restored.
+        assert not (graded["out"] / "jaxcourse-course-changes").exists()
+        # Nor the environment, ~/.jax-course or the other submissions.
+        assert graded["environment_unchanged"]
+        assert graded["home"] == {"canary": True, "planted": False, "pth": False}
+        assert graded["submissions_unchanged"]
 
     def test_timings_and_feedback(self, graded) -> None:
         correct = graded["rows"][0]
         assert set(correct.timings) == {"start-up", "imports", "cells", "checks"}
         assert all(v >= 0 for v in correct.timings.values())
         paths = grading.write_feedback(graded["rows"], graded["out"])
-        assert len(paths) == 16
+        assert len(paths) == 17
         text = (graded["out"] / "feedback" / "b_partial.md").read_text()
         assert text.startswith("# Feedback: b_partial\n")
         assert "## bayes.vmapped_log_joint: 0%" in text
@@ -325,16 +417,20 @@ class TestGradingOnSlurm:
         assert [_same(r) for r in slurm_graded["rows"]] == [
             _same(r) for r in graded["rows"]]
         lines = (slurm_graded["out"] / "rows.jsonl").read_text().splitlines()
-        assert len(lines) == 16
+        assert len(lines) == 17
         for row in slurm_graded["rows"]:
             notebook = slurm_graded["submissions"] / f"{row.submission}.ipynb"
             assert row.sha256 == sha256_file(notebook)
 
-    def test_nothing_is_left_running(self, graded, slurm_graded) -> None:
+    def test_nothing_is_left_running_or_changed(self, graded, slurm_graded) -> None:
         assert slurm_graded["leftover"] == []
         assert slurm_graded["queue"] == []
-        # The shell's edit of the course was found and undone here too.
+        # The tasks walled their submissions in too.
         assert _fingerprint(slurm_graded["folders"]) == graded["before"]
+        assert not (slurm_graded["out"] / "jaxcourse-course-changes").exists()
+        assert slurm_graded["submissions_unchanged"]
+        assert graded["environment_unchanged"]  # measured after both runs
+        assert graded["home"] == {"canary": True, "planted": False, "pth": False}
 
     def test_a_rerun_submits_nothing(self, slurm_graded) -> None:
         before = sorted((slurm_graded["out"] / "slurm").iterdir())
@@ -344,6 +440,23 @@ class TestGradingOnSlurm:
                              course=slurm_graded["folders"], slurm=True)
         assert sorted((slurm_graded["out"] / "slurm").iterdir()) == before
         assert [_same(r) for r in rows] == [_same(r) for r in slurm_graded["rows"]]
+
+
+@pytest.mark.slow
+def test_a_slurm_node_without_the_wall_grades_nothing(
+        slurm_cluster, tmp_path: Path, monkeypatch) -> None:  # noqa: F811
+    # The task inherits the variable: bubblewrap is missing on its node.
+    monkeypatch.setenv(isolation.BWRAP_ENV, str(tmp_path / "no-bwrap"))
+    submissions, out = tmp_path / "submissions", tmp_path / "out"
+    submissions.mkdir()
+    nbformat.write(_student(), submissions / "alice.ipynb")
+    with pytest.raises(CourseError, match=(
+            r"no sandbox for the submissions: on the Slurm nodes, .+: "
+            r"bubblewrap is not installed")):
+        grading.grade([submissions], chapter=CHAPTER, exercises=IDS,
+                      timeout=TIMEOUT, out_dir=out, slurm=True)
+    # Nothing ran, so no row: a rerun on a node with the wall grades it.
+    assert not (out / "rows.jsonl").exists()
 
 
 def test_the_table_lines_up_under_long_names() -> None:
@@ -382,3 +495,137 @@ def test_cells_that_cannot_change_the_functions_are_skipped() -> None:
     ]
     assert plan_cells(cells, ["f"]) == [True, True, True, False, False, True, True,
                                         True, False]
+
+
+# ---- the wall itself, and grading without it ------------------------------------
+
+
+def test_the_wall_keeps_a_shell_in_its_run_folder(tmp_path: Path) -> None:
+    own, hidden, decoys = tmp_path / "own", tmp_path / "hidden", tmp_path / "decoys"
+    home = tmp_path / "home"
+    for folder in (own / "course", hidden / "venv", decoys, home):
+        folder.mkdir(parents=True)
+    (hidden / "secret").write_text("the other submissions\n")
+    (hidden / "venv" / "site.py").write_text("# the environment\n")
+    (home / "id_rsa").write_text("a key\n")
+    lone = tmp_path / "alice.ipynb"
+    lone.write_text("{}")
+    layout = isolation.Layout(own=own, read_only=[own / "course"],
+                              hidden=[hidden, lone], emptied=[home],
+                              shown=[hidden / "venv"], scratch_mb=16)
+    target = SITE / "zz_jaxcourse_test_wall"
+    script = (
+        f"ls '{hidden}'; cat '{hidden}/venv/site.py'; "
+        f"touch '{hidden}/venv/x' 2>&1; touch '{own}/course/x' 2>&1; "
+        f"touch '{target}' 2>&1; "
+        f"echo planted > '{hidden}/planted'; echo planted >> '{lone}'; "
+        f"echo ok > '{own}/ok'; cat /proc/net/dev | grep -c :; "
+        f"echo settings > '{home}/.rc'; ls -A '{home}'")
+    bwrap = isolation.program()
+    assert bwrap is not None, isolation.unavailable_reason()
+    try:
+        proc = subprocess.run(isolation.wrap(["sh", "-c", script], layout, decoys,
+                                             bwrap, cwd=own),
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        target.unlink(missing_ok=True)
+    lines = proc.stdout.splitlines()
+    # The hidden folder shows only what is shown again, read-only; the
+    # course's copy is read-only in the run folder; so is the environment.
+    assert lines[:2] == ["venv", "# the environment"], proc.stdout + proc.stderr
+    assert all("Read-only file system" in line for line in lines[2:5]), lines
+    assert lines[5] == "1"  # the loopback only: no network
+    # The home folder: empty, and writable in memory only.
+    assert lines[6:] == [".rc"]
+    assert sorted(p.name for p in home.iterdir()) == ["id_rsa"]
+    assert (own / "ok").read_text() == "ok\n"
+    assert sorted(p.name for p in hidden.iterdir()) == ["secret", "venv"]
+    assert lone.read_text() == "{}"
+    assert isolation.found(layout, decoys) == [f"write {lone}",
+                                               f"write {hidden / 'planted'}"]
+
+
+def _bare_class(folder: Path, course: Path, log: Path) -> None:
+    mlp = course / "solutions" / "mlp.py"
+    both = ("batched_log_joint", "vmapped_log_joint")
+    nbformat.write(_student(both), folder / "a_correct.ipynb")
+    # Each run leaves a line in the log: the test counts how often it ran.
+    nbformat.write(_student(both, (
+        f"import os\nos.system(\"echo run >> '{log}'; echo '# edited' >> '{mlp}'\")")),
+        folder / "b_shell_edits_course.ipynb")
+
+
+def test_without_the_wall_the_grader_refuses(tmp_path: Path, monkeypatch,
+                                             capsys) -> None:
+    monkeypatch.setenv(isolation.BWRAP_ENV, str(tmp_path / "no-bwrap"))
+    reason = isolation.unavailable_reason()
+    assert reason is not None and reason.startswith("bubblewrap is not installed")
+    submissions, out = tmp_path / "submissions", tmp_path / "out"
+    submissions.mkdir()
+    nbformat.write(_student(), submissions / "alice.ipynb")
+    argv = [str(submissions), "--out", str(out), "--chapter", CHAPTER,
+            "--exercises", *IDS]
+    assert grading.main(argv) == 1
+    error = capsys.readouterr().err
+    assert error.startswith(f"error: no sandbox for the submissions: {reason}.")
+    assert "--no-sandbox" in error
+    # Refused before anything ran: no row, no table.
+    assert not (out / "grades.csv").exists()
+    assert not (out / "rows.jsonl").exists() or not (out / "rows.jsonl").read_text()
+    with pytest.raises(CourseError, match="no sandbox"):
+        grading.grade([submissions], chapter=CHAPTER, exercises=IDS)
+
+
+@pytest.mark.slow
+def test_no_sandbox_grades_bare_one_at_a_time(tmp_path: Path, monkeypatch,
+                                              capsys) -> None:
+    # Even with bubblewrap missing: the teacher said so.
+    monkeypatch.setenv(isolation.BWRAP_ENV, str(tmp_path / "no-bwrap"))
+    folders = _course(tmp_path)
+    before = _fingerprint(folders)
+    submissions, log = tmp_path / "submissions", tmp_path / "runs.log"
+    submissions.mkdir()
+    _bare_class(submissions, folders[0].parent, log)
+    rows = grading.grade([submissions], chapter=CHAPTER, exercises=IDS,
+                         timeout=TIMEOUT, case_time_limit=10, memory_mb=3000,
+                         jobs=2, out_dir=tmp_path / "out", course=folders,
+                         sandbox=False)
+    assert capsys.readouterr().err.count(isolation.UNSAFE) == 1
+    got = {r.submission: (r.status, r.reason) for r in rows}
+    # Bare, the shell's edit reached the course: the fingerprint found it,
+    # restored it and, one submission at a time, blamed the one that ran,
+    # without running anyone's code a second time.
+    assert got == {
+        "a_correct": ("graded", ""),
+        "b_shell_edits_course": (
+            "tampered",
+            "the course's files changed while it ran (mlp.py); they were "
+            "restored: zero"),
+    }
+    assert log.read_text() == "run\n"
+    assert _fingerprint(folders) == before
+
+
+def test_a_notebook_named_twice_is_graded_once_and_names_never_clash(
+        tmp_path: Path) -> None:
+    paths = [Path("/a/x/s.ipynb"), Path("/b/x/s.ipynb"), Path("/c/t.ipynb")]
+    assert grading._names(paths) == ["a/x/s", "b/x/s", "t"]
+    submissions = tmp_path / "submissions"
+    submissions.mkdir()
+    (submissions / "alice.ipynb").write_text("")
+    rows = grading.grade([submissions, submissions / "alice.ipynb"],
+                         chapter=CHAPTER, exercises=IDS)
+    assert [(r.submission, r.status) for r in rows] == [("alice", "unreadable")]
+
+
+def test_a_course_change_is_blamed_only_without_the_wall() -> None:
+    from jaxcourse.exercises.grading_slurm import _blamed
+
+    rows = {"a": {"started": 0, "ended": 10}, "b": {"started": 5, "ended": 20},
+            "c": {"started": 30, "ended": 40}}
+    events = [{"from": 32, "to": 33, "files": ["mlp.py"]},
+              {"from": 6, "to": 7, "files": ["bayes.py"]}]
+    assert _blamed(rows, events, sandbox=True) == {}
+    # Bare, the tasks ran one at a time: one overlap is the one that did it;
+    # two (another grader at once) blame no one, and nobody runs again.
+    assert _blamed(rows, events, sandbox=False) == {"c": ["mlp.py"]}

@@ -5,7 +5,10 @@ setup`, JAX_COURSE_NBGRADER_VENV moves it) on a course folder written by
 ``authoring --nbgrader``: the released notebook must equal exercises/'s, and
 autograding, with the course's Python as the kernel, must give the master full
 marks, the untouched student notebook zero, and a half-done one its partial
-credit, all scored automatically (nothing left for manual grading).
+credit, all scored automatically (nothing left for manual grading), with no
+warning that a cell changed. A notebook that replaces, in nbgrader's kernel,
+what the test cells call, or rewrites the test cells before they run, still
+scores zero: the scores come from the course's grader in a fresh process.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -21,6 +25,8 @@ import pytest
 
 from jaxcourse.exercises import authoring, check, get
 from jaxcourse.exercises.nbgrader import autograde
+from jaxcourse.exercises.nbgrader_preprocessor import CourseChangedError, CourseScores
+from jaxcourse.exercises.nbgrader_scores import graded_checks
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = "03_bayes"
@@ -84,6 +90,106 @@ def test_autograde_defers_to_the_classroom_grader(monkeypatch) -> None:
     assert graded.panel.result is None and repr(graded) == "0.0"
 
 
+# ---- CourseScores: nbgrader's scores from the course's grader ----------------------
+
+
+def _meta(grade_id: str, *, grade: bool = False, solution: bool = False,
+          points: float = 1) -> dict:
+    return {"nbgrader": {"grade": grade, "grade_id": grade_id, "locked": not solution,
+                         "points": points, "schema_version": 3,
+                         "solution": solution}}
+
+
+def _tiny(relu: str, one_hot: str) -> nbformat.NotebookNode:
+    """An executed nbgrader notebook: two solutions, two check cells, one assert.
+
+    Each check cell's stored output claims full marks, as a kernel the learner
+    tampered with would print; the plain assert cell is nbgrader's own.
+    """
+    nb = nbformat.v4.new_notebook()
+    claim = nbformat.v4.new_output("execute_result", data={"text/plain": "2.0"},
+                                   execution_count=3)
+    nb.cells = [
+        nbformat.v4.new_code_cell("import jax.numpy as jnp\n"
+                                  "from jaxcourse.exercises import check_panel",
+                                  metadata=_meta("imports")),
+        nbformat.v4.new_code_cell(relu, metadata=_meta("relu-solution",
+                                                       solution=True)),
+        nbformat.v4.new_code_cell('check_panel("mlp.relu", relu)',
+                                  metadata=_meta("relu", grade=True, points=2),
+                                  outputs=[claim]),
+        nbformat.v4.new_code_cell(one_hot, metadata=_meta("one_hot-solution",
+                                                          solution=True)),
+        nbformat.v4.new_code_cell('check_panel("mlp.one_hot", one_hot)',
+                                  metadata=_meta("one_hot", grade=True, points=2),
+                                  outputs=[claim]),
+        nbformat.v4.new_code_cell("assert True", metadata=_meta("mine", grade=True),
+                                  outputs=[]),
+    ]
+    for number, cell in enumerate(nb.cells, 1):
+        cell.execution_count = number
+    return nb
+
+
+ONE_HOT_STUB = ("def one_hot(x, k, dtype=jnp.float32):\n"
+                "    raise NotImplementedError()\n"
+                "check_panel = lambda *a, **k: 2.0")
+
+
+def test_graded_checks_are_the_test_cells_that_check_an_exercise() -> None:
+    nb = _tiny("def relu(x):\n    return jnp.maximum(0, x)", ONE_HOT_STUB)
+    # A solution cell that calls check_panel is the learner's, never a test.
+    nb.cells[1].source += '\ncheck_panel("mlp.relu", relu)'
+    assert graded_checks(nb) == {"relu": "mlp.relu", "one_hot": "mlp.one_hot"}
+
+
+def test_course_scores_refuse_a_course_changed_since_nbgrader_started(
+        tmp_path: Path) -> None:
+    course = tmp_path / "course"
+    (course / "pkg").mkdir(parents=True)
+    (course / "pkg" / "judging.py").write_text("PASS = False\n")
+    CourseScores.watch([course])
+    try:
+        scores = CourseScores(python="/nonexistent/python")
+        nb = _tiny("def relu(x):\n    return x", ONE_HOT_STUB)
+        # What a kernel with the teacher's rights could do between two notebooks.
+        (course / "pkg" / "judging.py").write_text("PASS = True\n")
+        with pytest.raises(CourseChangedError, match="judging.py"):
+            scores(nb, {})
+        (course / "pkg" / "judging.py").write_text("PASS = False\n")
+        (course / "pkg" / "extra.py").write_text("")
+        with pytest.raises(CourseChangedError, match="extra.py"):
+            scores(nb, {})
+    finally:
+        CourseScores.watch([])
+    # Placed before nbgrader's Execute, its scores would be executed away.
+    for cell in nb.cells:
+        cell.execution_count = None
+    with pytest.raises(RuntimeError, match="after Execute"):
+        scores(nb, {})
+
+
+@pytest.mark.slow  # the course's grader runs the notebook in a process
+def test_course_scores_replace_what_the_kernel_printed(tmp_path: Path) -> None:
+    nb = _tiny("def relu(x):\n    return jnp.maximum(0, x)", ONE_HOT_STUB)
+    scores = CourseScores(python=sys.executable, path=[str(ROOT)], timeout=120)
+    graded, resources = scores(nb, {})
+    relu, one_hot, mine = graded.cells[2], graded.cells[4], graded.cells[5]
+    # A right answer earns the cell's 2 points, the stub none, whatever the
+    # kernel printed; one result each, its feedback in Markdown.
+    assert [o.data["text/plain"] for o in relu.outputs] == ["2.0"]
+    assert [o.data["text/plain"] for o in one_hot.outputs] == ["0.0"]
+    assert one_hot.outputs[0].execution_count == 5
+    assert one_hot.outputs[0].data["text/markdown"].startswith(
+        "**mlp.one_hot: 0%**")
+    assert "NotImplementedError" in one_hot.outputs[0].data["text/markdown"]
+    assert mine.outputs == []  # not the course's: nbgrader scores it
+    # Once per notebook, however many times nbgrader's config inserted it.
+    assert resources["jaxcourse_scored"] is True
+    again = _tiny("def relu(x):\n    return x", ONE_HOT_STUB)
+    assert scores(again, resources)[0].cells[2].outputs[0].data["text/plain"] == "2.0"
+
+
 # ---- real nbgrader (slow) -----------------------------------------------------------
 
 
@@ -136,6 +242,18 @@ print(json.dumps(out))
 """
 
 
+# What a learner controls is the kernel that nbgrader runs the notebook in:
+# these lines, at the end of a solution cell, replace what the test cells call
+# there (the course's autograde, the check panel) ...
+PATCHES = (
+    "\nimport jaxcourse.exercises as _course\n"
+    "_course.autograde = lambda *a, **k: 1.0\n"
+    "check_panel = lambda *a, **k: 1.0\n"
+)
+# ... and this one rewrites every later cell, test cells too, before it runs.
+REWRITE = '\nget_ipython().input_transformers_post.append(lambda lines: ["1.0\\n"])\n'
+
+
 @pytest.mark.slow
 def test_nbgrader_releases_and_autogrades_chapter_3(
     tmp_path: Path, nbgrader_bin: Path
@@ -146,39 +264,61 @@ def test_nbgrader_releases_and_autogrades_chapter_3(
     released = course / "release" / CHAPTER / NAME
     assert _cells(released) == _cells(ROOT / "exercises" / NAME)
 
+    # Every submission is the release with some cells answered, as a
+    # learner's is: its read-only cells are nbgrader's own.
     master = nbformat.read(ROOT / "solutions" / NAME, as_version=4)
     untouched = nbformat.read(ROOT / "exercises" / NAME, as_version=4)
     partial = nbformat.read(ROOT / "exercises" / NAME, as_version=4)
+    solver = nbformat.read(ROOT / "exercises" / NAME, as_version=4)
     solved = {c.source.split("(", 1)[0]: c.source for c in master.cells
               if c.source.startswith("def ")}
+    for cell in solver.cells:
+        cell.source = solved.get(cell.source.split("(", 1)[0], cell.source)
     for cell in partial.cells:
         if cell.source.startswith("def batched_log_joint("):
             cell.source = cell.source.replace(STUB, NO_AXIS)
         elif cell.source.startswith("def vmapped_log_joint("):
             cell.source = solved["def vmapped_log_joint"]
-    _submit(course, "solver", master)
+    cheats = {}
+    for student, lines in [("patcher", PATCHES), ("rewriter", REWRITE)]:
+        cheats[student] = nbformat.read(ROOT / "exercises" / NAME, as_version=4)
+        first = next(c for c in cheats[student].cells
+                     if c.source.startswith("def batched_log_joint("))
+        first.source += lines
+    _submit(course, "solver", solver)
     _submit(course, "untouched", untouched)
     _submit(course, "partial", partial)
-    _nbgrader(nbgrader_bin, course, "autograde", CHAPTER, timeout=420)
+    for student, nb in cheats.items():
+        _submit(course, student, nb)
+    log = _nbgrader(nbgrader_bin, course, "autograde", CHAPTER, timeout=900)
 
+    students = ["solver", "untouched", "partial", *cheats]
     proc = subprocess.run(
-        [str(nbgrader_bin / "python"), "-c", GRADEBOOK, CHAPTER, "solver",
-         "untouched", "partial"],
+        [str(nbgrader_bin / "python"), "-c", GRADEBOOK, CHAPTER, *students],
         cwd=course, capture_output=True, text=True, timeout=60, check=True)
     grades = json.loads(proc.stdout)
     names = ["batched_log_joint", "vmapped_log_joint", "sample_betas",
              "elbo_value_and_grad", "ascent_step"]
-    fraction = round(check("bayes.batched_log_joint", _no_axis).score, 6)
+    # The course's grader keeps four decimals of a fraction.
+    fraction = pytest.approx(check("bayes.batched_log_joint", _no_axis).score,
+                             abs=1e-4)
+    nothing = {"score": 0.0, "max_score": 5.0, "needs_manual_grade": False,
+               "cells": dict.fromkeys(names, 0.0)}
     assert grades == {
         "solver": {"score": 5.0, "max_score": 5.0, "needs_manual_grade": False,
                    "cells": dict.fromkeys(names, 1.0)},
-        "untouched": {"score": 0.0, "max_score": 5.0, "needs_manual_grade": False,
-                      "cells": dict.fromkeys(names, 0.0)},
-        "partial": {"score": pytest.approx(1 + fraction), "max_score": 5.0,
-                    "needs_manual_grade": False,
+        "untouched": nothing,
+        "partial": {"score": pytest.approx(1 + fraction.expected, abs=1e-4),
+                    "max_score": 5.0, "needs_manual_grade": False,
                     "cells": {**dict.fromkeys(names, 0.0), "batched_log_joint":
                               fraction, "vmapped_log_joint": 1.0}},
+        "patcher": nothing,
+        "rewriter": nothing,
     }
+    # nbgrader warns when a read-only cell differs from its release; none does
+    # here (a test cell's hidden region used to make each one differ, even in
+    # the untouched release).
+    assert "has changed" not in log, log[-4000:]
 
 
 @pytest.mark.slow

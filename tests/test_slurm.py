@@ -92,6 +92,89 @@ def test_no_slurm_is_one_clear_line(tmp_path, monkeypatch) -> None:
         slurm.launch_srun(tmp_path / "x.py", cwd=tmp_path)
 
 
+# ---- the command line a teacher uses: python -m jaxcourse.slurm ------------------
+
+# A grading array's three tasks as Slurm 22.05's job completion log writes them
+# (each task has a number of its own, its array's is ArrayJobId), after a job
+# numbered 82 from before the cluster was started afresh and a plain job.
+JOBS_LOG = "".join(
+    f"JobId={raw} UserId=root(0) GroupId=root(0) Name={name} JobState={state} "
+    f"Partition=course TimeLimit=5 StartTime={start} "
+    f"EndTime=2026-12-03T13:15:10 NodeList={nodes} NodeCnt=1 ProcCnt=1 "
+    f"WorkDir=/tmp ReservationName= Tres=cpu=1,mem=1M,node=1,billing=1 Account= "
+    f"QOS= WcKey= Cluster=unknown SubmitTime={submitted} "
+    f"EligibleTime={submitted} {array}DerivedExitCode=0:0 ExitCode={code} \n"
+    for raw, name, state, start, nodes, submitted, array, code in [
+        ("82", "old", "COMPLETED", "2026-12-03T13:15:08", "node1",
+         "2026-12-01T09:00:00", "", "0:0"),
+        ("81", "two-nodes", "COMPLETED", "2026-12-03T13:15:03", "node[1-2]",
+         "2026-12-03T13:15:01", "", "0:0"),
+        ("83", "jaxcourse-grade", "COMPLETED", "2026-12-03T13:15:08", "node2",
+         "2026-12-03T13:15:04", "ArrayJobId=82 ArrayTaskId=0 ", "0:0"),
+        ("84", "jaxcourse-grade", "FAILED", "2026-12-03T13:15:09", "node1",
+         "2026-12-03T13:15:04", "ArrayJobId=82 ArrayTaskId=1 ", "1:0"),
+        # Cancelled before it started.
+        ("82", "jaxcourse-grade", "CANCELLED", "Unknown", "(null)",
+         "2026-12-03T13:15:04", "ArrayJobId=82 ArrayTaskId=2 ", "0:0"),
+    ])
+
+
+def _rows(out: str) -> list[list[str]]:
+    return [line.split() for line in out.splitlines()[2:]]
+
+
+def test_env_is_the_line_that_points_slurm_at_the_course_cluster(
+        tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv(slurm.DIR_ENV, str(tmp_path / "my slurm"))
+    assert slurm.main(["env"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line == f"export SLURM_CONF='{tmp_path}/my slurm/etc/slurm.conf'"
+
+
+def test_sacct_shows_every_task_of_an_array(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setenv(slurm.DIR_ENV, str(tmp_path))
+    log = slurm.cluster().jobs_log
+    log.parent.mkdir(parents=True)
+    log.write_text(JOBS_LOG)
+    assert slurm.main(["sacct", "-j", "82"]) == 0
+    out = capsys.readouterr().out
+    # sacct's own names, and the fields that exist in Slurm 22.05 (no
+    # ArrayJobId or ArrayTaskId): a task's JobID is <array>_<task>.
+    assert out.splitlines()[0].split() == list(slurm.SACCT_FIELDS)
+    assert _rows(out) == [
+        ["82_0", "83", "jaxcourse-grade", "COMPLETED", "0:0", "00:00:02", "node2"],
+        ["82_1", "84", "jaxcourse-grade", "FAILED", "1:0", "00:00:01", "node1"],
+        ["82_2", "82", "jaxcourse-grade", "CANCELLED", "0:0", "00:00:00", "(null)"],
+    ]
+    assert slurm.main(["sacct", "-j", "82_1,81"]) == 0
+    assert [r[0] for r in _rows(capsys.readouterr().out)] == ["81", "82_1"]
+    assert slurm.main(["sacct"]) == 0
+    assert len(_rows(capsys.readouterr().out)) == 5
+    assert slurm.main(["sacct", "-j", "7"]) == 1
+    assert "python -m jaxcourse.slurm squeue -r -j 7" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # it runs a squeue script: a process
+def test_slurm_commands_are_passed_on_with_the_course_config(
+        tmp_path, monkeypatch, capfd) -> None:
+    monkeypatch.setenv(slurm.DIR_ENV, str(tmp_path / "slurm"))
+    fake = tmp_path / "bin" / "squeue"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\necho "$SLURM_CONF $*"\nexit "${FAKE_EXIT:-0}"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("SLURM_CONF", "/etc/slurm/someone-elses.conf")
+    # Its options are squeue's, not ours.
+    assert slurm.main(["squeue", "-r", "-j", "82"]) == 0
+    assert capfd.readouterr().out == f"{slurm.cluster().conf} -r -j 82\n"
+    # Slurm's own error, then why: the course's cluster is not running.
+    monkeypatch.setenv("FAKE_EXIT", "1")
+    assert slurm.main(["squeue"]) == 1
+    err = capfd.readouterr().err
+    assert "error: the course's Slurm cluster is not running" in err
+    assert "`make cluster` starts it" in err
+
+
 @pytest.mark.slow
 def test_starting_again_changes_nothing(slurm_cluster) -> None:  # noqa: F811
     c = slurm.cluster()
@@ -104,6 +187,41 @@ def test_starting_again_changes_nothing(slurm_cluster) -> None:  # noqa: F811
     assert set(before) == {"munged", "slurmctld",
                            *(f"slurmd-{n}" for n in again.nodes)}
     assert all(state == "idle" for state in again.nodes.values())
+
+
+@pytest.mark.slow
+def test_a_teacher_follows_a_grading_array(slurm_cluster, tmp_path, capfd) -> None:  # noqa: F811
+    assert slurm.main(["status"]) == 0
+    out = capfd.readouterr().out
+    assert f"export SLURM_CONF={slurm.cluster().conf}" in out
+    script = tmp_path / "array.sh"
+    script.write_text("#!/bin/bash\n#SBATCH --job-name=jaxcourse-array-test\n"
+                      "#SBATCH --array=0-2\n#SBATCH --time=1\n"
+                      f"#SBATCH --output={tmp_path}/task-%a.log\n"
+                      '[ "$SLURM_ARRAY_TASK_ID" != 1 ]\n')
+    job = slurm.submit(script, cwd=tmp_path)
+    # Slurm's own squeue, through the command line: one line per task.
+    assert slurm.main(["squeue", "-r", "-h", "-j", job, "-o", "%i"]) == 0
+    listed = capfd.readouterr().out.split()
+    assert set(listed) <= {f"{job}_{t}" for t in range(3)}, listed
+    slurm.wait(job, timeout=120)
+    deadline = time.monotonic() + 20  # slurmctld writes the log as tasks end
+    while len(slurm.finished_jobs([job])) < 3 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert slurm.main(["sacct", "-j", job]) == 0
+    out, err = capfd.readouterr()
+    assert [(r[0], r[3], r[4]) for r in _rows(out)] == [
+        (f"{job}_0", "COMPLETED", "0:0"), (f"{job}_1", "FAILED", "1:0"),
+        (f"{job}_2", "COMPLETED", "0:0")]
+    assert err == ""
+    # The same columns work in Slurm's own sacct, with the printed line.
+    own = subprocess.run(
+        ["bash", "-c", f"{slurm.env_line()} && sacct -c -j {job} "
+         f"--format={','.join(slurm.SACCT_FIELDS)}"],
+        capture_output=True, text=True, timeout=30)
+    assert own.returncode == 0, own.stderr
+    assert own.stdout.split()[:len(slurm.SACCT_FIELDS)] == list(slurm.SACCT_FIELDS)
+    assert "Invalid field" not in own.stderr
 
 
 @pytest.mark.slow

@@ -56,8 +56,8 @@ from .authoring_masters import hidden_tests as hidden_tests
 from .authoring_masters import with_nbgrader as with_nbgrader
 from .authoring_nbgrader import COURSE_ID as COURSE_ID
 from .authoring_nbgrader import NBGRADER_CONFIG as NBGRADER_CONFIG
+from .authoring_nbgrader import SAFETY_NOTE, export_nbgrader
 from .authoring_nbgrader import assignment_name as assignment_name
-from .authoring_nbgrader import export_nbgrader
 from .authoring_students import STUDENTS, generate, out_of_date
 from .authoring_students import TITLES as TITLES
 from .authoring_students import student_notebook as student_notebook
@@ -111,6 +111,7 @@ def _run(args: argparse.Namespace) -> int:
             print(f"wrote {path}")
         print(f"wrote {args.nbgrader / 'nbgrader_config.py'}; next, in that "
               "folder: nbgrader generate_assignment <chapter>")
+        print(SAFETY_NOTE, file=sys.stderr)
         return 0
     if args.chapter:
         print("error: --chapter goes with --nbgrader", file=sys.stderr)

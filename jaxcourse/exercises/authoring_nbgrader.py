@@ -1,27 +1,59 @@
 """An nbgrader course folder made from the masters: ``authoring --nbgrader DIR``.
 
 Each chapter is an nbgrader assignment: ``DIR/source/<chapter>/`` holds its
-master with the hidden tests and nbgrader metadata, without outputs and
-without the ``solution-only`` cells; ``DIR/nbgrader_config.py`` sets the same
-stubs as the course's student notebooks and a time limit per cell; and
-``DIR/jupyter`` holds a kernelspec that runs this Python (see
-book/for_teachers.md).
+master with its nbgrader metadata, without outputs, without the
+``solution-only`` cells and without the hidden tests; ``DIR/nbgrader_config.py``
+sets the same stubs as the course's student notebooks, a time limit per cell,
+and has nbgrader score the test cells with the course's grader
+(``DIR/jaxcourse_nbgrader.py``, a copy of
+:mod:`jaxcourse.exercises.nbgrader_preprocessor`); and ``DIR/jupyter`` holds a
+kernelspec that runs this Python (see book/for_teachers.md).
+
+Why no hidden tests: the score no longer comes from the kernel that ran the
+learner's notebook (:mod:`jaxcourse.exercises.nbgrader_scores`), so a hidden region
+would only run the check a second time there; and nbgrader saves each
+read-only cell's checksum *with* its hidden region but releases it without,
+so every such cell logged "Attribute 'checksum' ... has changed!" when the
+untouched release was autograded (nbgrader issue 1961).
 """
 
 from __future__ import annotations
 
+import shutil
+import sys
 from pathlib import Path
 
 import nbformat
 
-from .authoring_markers import CODE_STUB, SOLUTION_ONLY_TAG, TEXT_STUB, AuthoringError
+from ..course import content_folders
+from . import nbgrader_preprocessor
+from .authoring_markers import (
+    CODE_STUB,
+    SOLUTION_ONLY_TAG,
+    TEXT_STUB,
+    AuthoringError,
+    strip_hidden_tests,
+)
 from .authoring_masters import MASTERS, with_nbgrader
 from .authoring_students import master_language, student_title
 from .nbgrader import write_kernelspec
 
-__all__ = ["COURSE_ID", "NBGRADER_CONFIG", "assignment_name", "export_nbgrader"]
+__all__ = ["COURSE_ID", "NBGRADER_CONFIG", "SAFETY_NOTE", "SCORES_MODULE",
+           "assignment_name", "export_nbgrader"]
 
 COURSE_ID = "jax-hands-on"
+#: The name of :mod:`jaxcourse.exercises.nbgrader_preprocessor`'s copy in the
+#: course folder, where nbgrader's environment imports it from.
+SCORES_MODULE = "jaxcourse_nbgrader"
+#: What ``authoring --nbgrader`` prints: the limit that remains.
+SAFETY_NOTE = (
+    "note: nbgrader scores with the course's grader (a fresh sandboxed process "
+    "per notebook), so nothing a notebook does in nbgrader's kernel changes its "
+    "score; but that kernel runs each submission with your rights and no "
+    "sandbox, so a notebook can still write to your files. For a class you do "
+    "not trust, grade with `python -m jaxcourse.exercises.grading` "
+    "(book/for_teachers.md)."
+)
 
 
 def assignment_name(master: Path) -> str:
@@ -46,6 +78,26 @@ c.Execute.timeout = {timeout}
 # The stubs of the course's own student notebooks, so that both are the same.
 c.ClearSolutions.code_stub = {{"python": {code_stub!r}}}
 c.ClearSolutions.text_stub = {text_stub!r}
+
+# The scores. nbgrader reads a test cell's score from what it printed in the
+# kernel that ran the learner's notebook, where the learner's cells ran first
+# and could replace what the test cell calls. CourseScores runs in nbgrader's
+# own process right after that execution (Execute comes first in nbgrader's
+# list): the course's grader scores the notebook's source in a fresh
+# sandboxed process, and each test cell's outputs become that score.
+import os  # noqa: E402
+import sys  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from {scores_module} import CourseScores  # noqa: E402
+
+# The course's files now, before any notebook runs: a notebook that changes
+# them stops the scoring (nbgrader runs it with your rights).
+CourseScores.watch({course!r})
+c.CourseScores.python = {python!r}
+c.CourseScores.path = {path!r}
+c.CourseScores.timeout = {timeout}
+c.Autograde.autograde_preprocessors.insert(1, CourseScores)
 '''
 
 
@@ -59,10 +111,13 @@ def export_nbgrader(
 ) -> list[Path]:
     """Write an nbgrader course folder for the masters in ``source_dir``.
 
-    ``dest/source/<chapter>/<master name>`` holds each master with its hidden
-    tests and nbgrader metadata (:func:`with_nbgrader`), without outputs and
-    without its ``solution-only`` cells (a tag nbgrader does not know);
-    ``dest/nbgrader_config.py`` sets the stubs and the time limit; and
+    ``dest/source/<chapter>/<master name>`` holds each master with its
+    nbgrader metadata (:func:`with_nbgrader`), without outputs, without its
+    hidden tests and without its ``solution-only`` cells (a tag nbgrader does
+    not know); ``dest/nbgrader_config.py`` sets the stubs and the time limit
+    and registers ``dest/jaxcourse_nbgrader.py``
+    (:class:`~jaxcourse.exercises.nbgrader_preprocessor.CourseScores`, which scores
+    the test cells with this Python's course); and
     ``dest/jupyter/kernels/python3`` is a kernelspec running this Python, for
     nbgrader installed in another environment (``JUPYTER_PATH=dest/jupyter``).
 
@@ -77,7 +132,8 @@ def export_nbgrader(
     course_id : str
         nbgrader's course id (the exchange's name for the course).
     timeout : int
-        Seconds per cell when nbgrader executes a notebook.
+        Seconds per cell when nbgrader executes a notebook, and for the whole
+        notebook when the course's grader scores it.
 
     Returns
     -------
@@ -85,6 +141,7 @@ def export_nbgrader(
         The source notebooks written.
     """
     masters = {assignment_name(p): p for p in sorted(source_dir.glob("*.ipynb"))}
+    folders = content_folders()
     unknown = sorted(set(chapters or ()) - set(masters))
     if unknown:
         raise AuthoringError(
@@ -98,6 +155,8 @@ def export_nbgrader(
         nb.cells = [c for c in nb.cells
                     if SOLUTION_ONLY_TAG not in c.get("metadata", {}).get("tags", [])]
         for cell in nb.cells:
+            # The source equals the release: no "checksum has changed" (above).
+            cell.source = strip_hidden_tests(cell.source)
             cell.get("metadata", {}).pop("execution", None)
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
@@ -112,6 +171,12 @@ def export_nbgrader(
         written.append(target)
     (dest / "nbgrader_config.py").write_text(NBGRADER_CONFIG.format(
         course_id=course_id, timeout=timeout, code_stub=CODE_STUB,
-        text_stub=TEXT_STUB), encoding="utf-8")
+        text_stub=TEXT_STUB, scores_module=SCORES_MODULE, python=sys.executable,
+        course=[str(f) for f in folders],
+        # The folders that hold the course's packages: the course that wrote
+        # this folder is the one that scores, even where another copy of it
+        # is installed in that Python.
+        path=sorted({str(f.parent) for f in folders})), encoding="utf-8")
+    shutil.copyfile(nbgrader_preprocessor.__file__, dest / f"{SCORES_MODULE}.py")
     write_kernelspec(dest / "jupyter")
     return written

@@ -10,20 +10,30 @@ The reference outputs are computed once, before any submission runs. Then
 a fresh process (:mod:`jaxcourse.exercises.sandbox`) against a private,
 read-only copy of the course, with a wall-clock limit (``--timeout``), a
 time limit per test (``--case-time-limit``) and, on Linux, a memory limit
-(``--memory-mb``). That process reports *what the learner's functions
-returned* as plain JSON; everything that decides a score happens here. When
-a submission ends, every process it started ends too
+(``--memory-mb``), inside bubblewrap's wall
+(:mod:`jaxcourse.exercises.isolation`): everything read-only but its own
+run folder, the other submissions and ``~/.jax-course`` out of sight, no
+network. Where that wall cannot be built the grader refuses, unless
+``--no-sandbox`` says to grade without it (one submission at a time, with a
+warning). That process reports *what the learner's functions returned* as
+plain JSON; everything that decides a score happens here. When a
+submission ends, every process it started ends too
 (:func:`jaxcourse.processes.end_tree`).
 
 Every submission gets a row, with one status: ``graded``, ``unreadable``
 (empty, not JSON, not a notebook), ``crashed``, ``timed out``, ``out of
-memory`` or ``tampered`` (it tried to write to the course or to look at
-other submissions: zero). Rows are appended to ``<out>/rows.jsonl`` as each
-submission finishes, so an interrupted run loses nothing; a rerun skips the
-submissions whose notebook is unchanged (``--force`` grades all again).
-``<out>/feedback/<submission>.md`` holds every test's message for the
-learner, in the exercises' language. The threat model is described in
-``book/for_teachers.md``.
+memory``, ``tampered`` (it tried to write outside its run folder or to
+look at other submissions: zero) or ``borrowed`` (an exercise's function is, runs or
+copies the course's reference answer: zero for that exercise,
+:mod:`jaxcourse.exercises.borrowing`). Rows are appended to
+``<out>/rows.jsonl`` as each submission finishes, so an interrupted run
+loses nothing; a rerun skips the submissions whose notebook is unchanged
+(``--force`` grades all again). ``<out>/feedback/<submission>.md`` holds
+every test's message for the learner, in the exercises' language. The
+summary and ``grades.json`` end with the class's flags, for the teacher: the
+answers that paste the reference, and those two submissions share
+(:func:`jaxcourse.exercises.grading_tables.class_flags`). The threat model
+is described in ``book/for_teachers.md``.
 """
 
 from __future__ import annotations
@@ -38,6 +48,9 @@ from pathlib import Path
 from jaxcourse import CourseError
 from jaxcourse.data.store import sha256_file
 from jaxcourse.processes import become_subreaper
+
+from . import isolation
+from .answers import notebook_answers
 
 # Re-exported (``as``) names live in the modules below; ``grading.<name>``
 # keeps reaching them.
@@ -65,11 +78,20 @@ __all__ = [
 
 
 def _names(paths: Sequence[Path]) -> list[str]:
-    stems = [p.stem for p in paths]
-    return [
-        f"{p.parent.name}/{p.stem}" if stems.count(p.stem) > 1 else p.stem
-        for p in paths
-    ]
+    """Name each notebook by its stem, with as many folders as tell it apart.
+
+    Two notebooks must never share a name: a name keys the row, the run and
+    the file it was read from.
+    """
+    parts = [(*p.resolve().parent.parts, p.stem) for p in paths]
+    names = []
+    for mine in parts:
+        depth = 1
+        while depth < len(mine) and any(
+                other != mine and other[-depth:] == mine[-depth:] for other in parts):
+            depth += 1
+        names.append("/".join(mine[-depth:]))
+    return names
 
 
 # --------------------------------------------------------------------------
@@ -115,6 +137,7 @@ def grade(
     slurm_parallel: int | None = None,
     partition: str | None = None,
     slurm_options: Sequence[str] = (),
+    sandbox: bool = True,
 ) -> list[SubmissionResult]:
     """Grade notebooks, ``jobs`` at a time; return one row per submission.
 
@@ -157,11 +180,23 @@ def grade(
         The Slurm partition (default: the cluster's default).
     slurm_options : sequence of str
         More ``sbatch`` options, such as ``--account=...``.
+    sandbox : bool
+        Run each submission inside bubblewrap's wall
+        (:mod:`jaxcourse.exercises.isolation`). ``False`` runs them bare,
+        one at a time (one array task at a time on Slurm), and says so on
+        standard error: only for a machine where the wall cannot be built
+        and the learners are trusted.
 
     Returns
     -------
     list of SubmissionResult
         In the order given (folders sorted by file name).
+
+    Raises
+    ------
+    CourseError
+        When a submission is to run and the wall cannot be built, here or on
+        a Slurm node, and ``sandbox`` is true; nothing ran bare.
     """
     paths: list[Path] = []
     folders: list[Path] = []
@@ -173,6 +208,12 @@ def grade(
             paths.append(item)
             # The file alone, not its folder: that may hold the course itself.
             folders.append(item.resolve())
+    # A notebook named twice (its folder and itself) is graded once: its
+    # code never runs twice at once, under one name, in two run folders.
+    unique: dict[Path, Path] = {}
+    for path in paths:
+        unique.setdefault(path.resolve(), path)
+    paths = list(unique.values())
     if not paths:
         raise SystemExit("no notebooks to grade")
     if exercises is None:
@@ -210,25 +251,35 @@ def grade(
         if rows_file is None:
             raise ValueError("grading on Slurm needs out_dir, on storage the "
                              "nodes share")
+        if not sandbox:
+            print(isolation.UNSAFE, file=sys.stderr, flush=True)
         _grade_on_slurm(todo, digests, results, rows_file, ids, language, timeout,
                         memory_mb, case_time_limit, folders, course, slurm_chunk,
-                        slurm_parallel, partition, slurm_options)
+                        slurm_parallel, partition, slurm_options, sandbox)
     elif todo:
+        if not sandbox:
+            print(isolation.UNSAFE, file=sys.stderr, flush=True)
         # While submissions run, their orphans (double forks, nohup) become our
         # children, not init's, so that they remain in reach. Only then: a
         # caller's own orphans (a browser's helpers, say) are not ours to keep.
         become_subreaper()
         try:
             _grade_all(todo, digests, results, rows_file, ids, language, jobs,
-                       timeout, memory_mb, case_time_limit, folders, course)
+                       timeout, memory_mb, case_time_limit, folders, course,
+                       sandbox)
         finally:
             become_subreaper(False)
+    # Each answer as the notebook writes it, for the class's flags: read here
+    # from the file, so a row graded now, on Slurm or by an earlier run has it.
+    functions = {i: get(i).function_name for i in ids}
+    for name, path in zip(names, paths, strict=True):
+        results[name].answers = notebook_answers(path, functions)
     return [results[name] for name in names]
 
 
 def _grade_on_slurm(todo, digests, results, rows_file, ids, language, timeout,
                     memory_mb, case_limit, folders, course, chunk, parallel,
-                    partition, options) -> None:
+                    partition, options, sandbox) -> None:
     def finish(name: str, row: SubmissionResult) -> None:
         results[name] = row
         _append_row(rows_file, row)
@@ -240,7 +291,7 @@ def _grade_on_slurm(todo, digests, results, rows_file, ids, language, timeout,
                        timeout=timeout, memory_mb=memory_mb, case_limit=case_limit,
                        private=folders, course=course, out_dir=rows_file.parent,
                        chunk=chunk, parallel=parallel, partition=partition,
-                       options=options, finish=finish)
+                       options=options, finish=finish, sandbox=sandbox)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -263,6 +314,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds per test (default: each exercise's own)")
     parser.add_argument("--memory-mb", type=int, default=4096,
                         help="memory limit per submission, 0 for none")
+    parser.add_argument("--no-sandbox", action="store_true",
+                        help="grade without bubblewrap's wall, where it cannot be "
+                             "built: each submission runs with your permissions, "
+                             "one at a time (see book/for_teachers.md)")
     group = parser.add_argument_group(
         "Slurm", "grade as a job array on a Slurm cluster (--out on shared storage)")
     group.add_argument("--slurm", action="store_true",
@@ -284,14 +339,16 @@ def main(argv: list[str] | None = None) -> int:
                      memory_mb=args.memory_mb, jobs=args.jobs, out_dir=args.out,
                      force=args.force, slurm=args.slurm, slurm_chunk=args.chunk,
                      slurm_parallel=args.parallel, partition=args.partition,
-                     slurm_options=args.sbatch_option)
-    except CourseError as err:  # no Slurm here, sbatch refused, a job timed out
+                     slurm_options=args.sbatch_option, sandbox=not args.no_sandbox)
+    except CourseError as err:  # no wall, no Slurm here, sbatch refused, a timeout
         print(f"error: {err}", file=sys.stderr)
         return 1
     csv_path, json_path = write_tables(rows, args.out)
     write_feedback(rows, args.out)
     print_summary(rows)
     print(f"\nwrote {csv_path}, {json_path} and {args.out / 'feedback'}/")
+    if args.no_sandbox:  # said before grading, and again under the table
+        print(f"\n{isolation.UNSAFE}")
     return 0
 
 

@@ -3,24 +3,29 @@
 The part of the grader that turns runs into rows: :func:`_row` judges what
 one submission's process reported (:func:`jaxcourse.exercises.runner.run_one`)
 against the reference outputs, and :func:`_grade_all` grades a list of
-submissions ``jobs`` at a time, fingerprinting the course after each one to
-blame whoever changed it. The Slurm path
-(:mod:`jaxcourse.exercises.grading_slurm`) grades each of its chunks with
-:func:`_row` too, and the submissions it cannot blame for sure with
-:func:`_grade_all`, one at a time.
+submissions ``jobs`` at a time, fingerprinting the course after each one.
+Inside the wall (:mod:`jaxcourse.exercises.isolation`) no submission can
+change the course, so a change came from elsewhere: it is restored and
+blamed on no one. Without the wall the submissions run one at a time, so
+that a change is blamed on the one that ran, and no submission's code ever
+runs twice. The Slurm path (:mod:`jaxcourse.exercises.grading_slurm`)
+grades each of its chunks with :func:`_row` too.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import sys
 import tempfile
-import time
 from pathlib import Path
 
+from jaxcourse import CourseError
 from jaxcourse.course import topic as course_topic
 from jaxcourse.devices import use_cpu_devices
 
 from ..messages import message
+from . import isolation
+from .borrowing import verdicts
 from .grading_rows import SubmissionResult, _append_row
 from .judging import judge, reference_observations
 from .observe import Observation
@@ -80,6 +85,11 @@ def _judge_report(
         if observed and observed[0].kind == "missing":
             notes.append(message("missing_function", exercise.language,
                                  name=exercise.function_name))
+    # An answer that is, runs or copies a reference answer scores 0, whatever
+    # it returned (jaxcourse.exercises.borrowing).
+    for exercise_id, sentence in verdicts(report, ids).items():
+        scores[exercise_id], feedback[exercise_id] = 0.0, [sentence]
+        notes.append(f"{exercise_id}: {sentence}")
     cells = report.get("cell_errors", [])
     if isinstance(cells, list) and cells:
         language = get(ids[0]).language if ids else "en"
@@ -93,16 +103,40 @@ def _judge_report(
     return scores, feedback, "; ".join(notes)
 
 
+def _tamper_reason(attempts: list[str], settings: Settings) -> str:
+    """Say what a submission tried, for its row: the worst kind, its files.
+
+    A change to the course's code first, then a write anywhere else outside
+    its run folder (the environment, ``~/.jax-course``, another submission),
+    then a look outside it; each names up to five files.
+    """
+    kinds: dict[str, list[str]] = {"tamper_write": [], "tamper_outside": [],
+                                   "tamper_read": []}
+    for line in attempts:
+        kind, _, where = line.partition(" ")
+        path = Path(where)
+        if kind == "read":
+            key = "tamper_read"
+        elif any(path == f or f in path.parents for f in settings.course.folders):
+            key = "tamper_write"
+        else:
+            key = "tamper_outside"
+        name = path.name or where
+        if name not in kinds[key]:
+            kinds[key].append(name)
+    key = next(k for k, names in kinds.items() if names)
+    names = kinds[key]
+    listed = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+    return text(key, settings.language, path=listed)
+
+
 def _row(name: str, path: Path, digest: str, run: Run, settings: Settings,
          expected: dict) -> SubmissionResult:
     ids, language = settings.ids, settings.language
     zeros = dict.fromkeys(ids, 0.0)
     if run.attempts:
-        kind, _, where = run.attempts[0].partition(" ")
-        where = Path(where).name or where
-        key = "tamper_read" if kind == "read" else "tamper_write"
         row = SubmissionResult(name, zeros, "tampered",
-                               text(key, language, path=where))
+                               _tamper_reason(run.attempts, settings))
     elif run.report is None:
         row = SubmissionResult(name, zeros, run.status, run.detail)
     else:
@@ -120,6 +154,8 @@ def _row(name: str, path: Path, digest: str, run: Run, settings: Settings,
                           cells=", ".join(str(c.get("cell")) for c in memory))
             notes = "; ".join(filter(None, [
                 text("oom", language, mb=settings.memory_mb, where=where), notes]))
+        if verdicts(run.report, ids):
+            status = "borrowed"  # over "out of memory": the reason says both
         row = SubmissionResult(name, scores, status, notes, feedback)
     row.sha256, row.timings = digest, run.timings
     row.seconds = run.ended - run.started
@@ -140,7 +176,24 @@ def _readable(todo, digests, ids, language, finish) -> list:
 
 
 def _grade_all(todo, digests, results, rows_file, ids, language, jobs, timeout,
-               memory_mb, case_limit, folders, course) -> None:
+               memory_mb, case_limit, folders, course, sandbox=True) -> None:
+    def finish(name: str, row: SubmissionResult) -> None:
+        results[name] = row
+        if rows_file is not None:
+            _append_row(rows_file, row)
+
+    pending = _readable(todo, digests, ids, language, finish)
+    if not pending:
+        return
+    if sandbox:
+        reason = isolation.unavailable_reason()
+        if reason is not None:  # before anything runs, or is computed
+            raise CourseError(isolation.refusal(reason))
+    else:
+        # The course's fingerprint is then the only net for a write that goes
+        # around the guard: one at a time, whoever changed the course is the
+        # one that ran, and nobody's code has to run a second time to find out.
+        jobs = 1
     # The reference outputs, computed before any submission runs.
     expected = expected_outputs(ids)
     with tempfile.TemporaryDirectory(prefix="jaxcourse-grade-") as root:
@@ -151,77 +204,48 @@ def _grade_all(todo, digests, results, rows_file, ids, language, jobs, timeout,
             language=language,
             backup=(rows_file.parent if rows_file is not None
                     else Path(tempfile.gettempdir())) / "jaxcourse-course-changes",
+            isolated=sandbox,
+            hidden=[rows_file.parent] if rows_file is not None else [],
         )
-
-        def finish(name: str, row: SubmissionResult) -> None:
-            results[name] = row
-            if rows_file is not None:
-                _append_row(rows_file, row)
-
-        pending = _readable(todo, digests, ids, language, finish)
-        rerun = _parallel(pending, jobs, settings, expected, digests, finish)
-        # Submissions that ran while the course changed: one at a time now,
-        # so that the one that changes it again is known for sure.
-        if rerun:
-            left = _parallel(rerun, 1, settings, expected, digests, finish)
-            assert not left, "one at a time, every change has one culprit"
+        _parallel(pending, jobs, settings, expected, digests, finish)
 
 
-def _parallel(pending, jobs, settings, expected, digests, finish) -> list:
-    """Grade ``pending``, ``jobs`` at a time; return those to grade again alone.
+def _parallel(pending, jobs, settings, expected, digests, finish) -> None:
+    """Grade ``pending``, ``jobs`` at a time, handing each row to ``finish``.
 
-    After each submission the course is fingerprinted. A change is restored
-    and blamed on the submission that ran since the last clean look; if
-    several did, they are returned, to be graded again one at a time (with
-    ``jobs=1`` the next submission starts only after that look, so the
-    culprit is always known).
+    After each submission the course is fingerprinted, and a change restored.
+    Without the wall (``jobs`` is then 1) it is blamed on the submission that
+    just ran: ``tampered``. Inside the wall no submission can write to the
+    course, so the change came from elsewhere (someone editing it during
+    the run): it is said, and blamed on no one.
     """
-    running: dict[str, tuple[float, float | None]] = {}
-    state = {"last_clean": time.time()}
-    blamed: dict[str, list[Path]] = {}
-    suspects: set[str] = set()
-    rerun = []
     paths = dict(pending)
 
-    def work(number: int, name: str, path: Path) -> Run:
-        running[name] = (time.time(), None)
-        return run_one(path, number, settings)
-
     def done(name: str, run: Run) -> None:
-        running[name] = (running[name][0], run.ended)
         changed = settings.course.changed()
-        now = time.time()
         if changed:
-            # Restore first, then find who ran since the last clean look.
             settings.course.restore(changed, settings.backup)
-            # (list(): the workers add entries while we read.)
-            during = [n for n, (start, end) in list(running.items())
-                      if end is None or end >= state["last_clean"]]
-            if len(during) == 1:
-                blamed[during[0]] = changed
-            else:  # none: changed from outside; several: grade them again
-                suspects.update(during)
-        state["last_clean"] = now
-        if name in suspects:
-            rerun.append((name, paths[name]))
-            return
         row = _row(name, paths[name], digests[name], run, settings, expected)
-        if name in blamed:
-            files = ", ".join(p.name for p in blamed[name])
+        if changed and not settings.isolated:
+            files = ", ".join(p.name for p in changed)
             row = SubmissionResult(
                 name, dict.fromkeys(settings.ids, 0.0), "tampered",
                 text("tamper_changed", settings.language, files=files),
                 sha256=digests[name], seconds=row.seconds, timings=row.timings,
             )
+        elif changed:
+            print(f"note: the course's files changed during grading "
+                  f"({', '.join(p.name for p in changed)}), not through a "
+                  f"submission (none can write to them); restored, the changed "
+                  f"files kept in {settings.backup}", file=sys.stderr, flush=True)
         finish(name, row)
 
     if jobs <= 1:
         for number, (name, path) in enumerate(pending):
-            done(name, work(number, name, path))
-        return rerun
+            done(name, run_one(path, number, settings))
+        return
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(work, n, name, path): name
+        futures = {pool.submit(run_one, path, n, settings): name
                    for n, (name, path) in enumerate(pending)}
         for future in concurrent.futures.as_completed(futures):
             done(futures[future], future.result())
-    return rerun

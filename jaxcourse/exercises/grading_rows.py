@@ -18,7 +18,7 @@ from pathlib import Path
 __all__ = ["ROWS", "STATUSES", "SubmissionResult"]
 
 STATUSES = ("graded", "unreadable", "crashed", "timed out", "out of memory",
-            "tampered")
+            "tampered", "borrowed")
 #: The file of rows in a grading folder.
 ROWS = "rows.jsonl"
 
@@ -35,6 +35,10 @@ class SubmissionResult:
     seconds: float = 0.0
     sha256: str = ""
     timings: dict[str, float] = field(default_factory=dict)
+    # Exercise id -> the digest of the learner's function as the notebook
+    # writes it (jaxcourse.exercises.answers), "" where it defines none: what
+    # the class's flags compare.
+    answers: dict[str, str] = field(default_factory=dict)
 
     @property
     def total(self) -> float:

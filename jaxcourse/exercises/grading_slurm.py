@@ -10,14 +10,19 @@ and the same judging, one at a time, in a fresh sandbox process each) and
 appends each row to a file of its own in the output folder, which must
 therefore be on storage that the nodes share.
 
-What cannot be decided inside one task is who changed the course. A task
-that finds the course's files changed after a submission restores them
-(from a snapshot the collector took before submitting, so that a task that
-started late cannot take a changed course for the original), and records
-the time window. Once the array has ended, a window that overlaps exactly one
-submission, in any task, blames it (``tampered``); one that overlaps several
-sends them all to be graded again, one at a time, here, as the local grader
-does with several jobs.
+Each task walls its submissions in as the local grader does
+(:mod:`jaxcourse.exercises.isolation`); a task on a node where that is not
+possible grades nothing and says why, and the collector refuses the class
+with that reason once the array has ended (the other tasks' rows are kept),
+unless the teacher turned the wall off.
+
+A task that finds the course's files changed after a submission restores
+them (from a snapshot the collector took before submitting, so that a task
+that started late cannot take a changed course for the original), and
+records the time window. Inside the wall no submission can have made the
+change, so it is blamed on no one. Without it the array runs one task at a
+time, so that a window overlaps exactly one submission, which is blamed
+(``tampered``): no submission is ever graded twice to find out who did it.
 
 A task that Slurm ended before it reported (its time limit, a node failure)
 gives its submissions the status ``crashed`` with the task's state. The
@@ -31,23 +36,19 @@ from __future__ import annotations
 import json
 import math
 import os
+import socket
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from jaxcourse import slurm
+from jaxcourse import CourseError, slurm
 from jaxcourse.processes import become_subreaper
 
 from ..messages import message
-from .grading_local import (
-    _grade_all,
-    _row,
-    expected_outputs,
-    sandbox_modules,
-    use_devices,
-)
+from . import isolation
+from .grading_local import _row, expected_outputs, sandbox_modules, use_devices
 from .grading_rows import SubmissionResult
 from .runner import Course, Settings, default_course, run_one, text
 
@@ -97,6 +98,7 @@ def grade_on_slurm(
     partition: str | None = None,
     options: Sequence[str] = (),
     finish=None,
+    sandbox: bool = True,
 ) -> None:
     """Grade ``pending`` as one Slurm job array; hand each row to ``finish``.
 
@@ -120,6 +122,15 @@ def grade_on_slurm(
         More ``sbatch`` options (``--account=...``, ``--qos=...``).
     finish : callable
         Called with ``(name, SubmissionResult)`` for every row.
+    sandbox : bool
+        Wall each submission in on its node; ``False`` runs them bare, and
+        the array one task at a time.
+
+    Raises
+    ------
+    CourseError
+        When a node could not wall its submissions in (after the array has
+        ended, once every other row was handed to ``finish``).
     """
     folders = [Path(f).resolve() for f in (course or default_course())]
     work = out_dir.resolve() / "slurm" / time.strftime("%Y%m%dT%H%M%S")
@@ -132,11 +143,16 @@ def grade_on_slurm(
             "memory_mb": memory_mb, "case_limit": case_limit,
             "private": [str(p) for p in private],
             "course": [str(f) for f in folders], "chunks": chunks,
-            "backup": str(out_dir.resolve() / "jaxcourse-course-changes")}
+            "backup": str(out_dir.resolve() / "jaxcourse-course-changes"),
+            "sandbox": sandbox, "out": str(out_dir.resolve())}
     (work / _SPEC).write_text(json.dumps(spec, indent=1), encoding="utf-8")
     longest = max(len(c) for c in chunks)
     # The task's own limits end each submission; Slurm's is a backstop.
     minutes = math.ceil(longest * (timeout + 60) / 60) + 2
+    if not sandbox:
+        # Bare, a submission could change the course: one task at a time, so
+        # that a change is blamed on the one submission that ran.
+        parallel = 1
     array = f"0-{len(chunks) - 1}" + (f"%{parallel}" if parallel else "")
     lines = ["#!/bin/bash", "#SBATCH --job-name=jaxcourse-grade",
              f"#SBATCH --array={array}", "#SBATCH --ntasks=1",
@@ -161,19 +177,12 @@ def grade_on_slurm(
             slurm.cancel(job)
     task_state = {s.job_id.rsplit("_", 1)[-1]: s for s in states}
     rows, events = _read_run(work)
-    paths = dict(pending)
-    blamed: dict[str, list[str]] = {}
-    suspects: set[str] = set()
-    for event in events:
-        during = _overlapping(rows, event)
-        if len(during) == 1:
-            blamed.setdefault(during[0], []).extend(event["files"])
-        else:
-            suspects.update(during)
+    blamed = _blamed(rows, events, sandbox)
+    refused = _refused(work)
     for index, items in enumerate(chunks):
         for _, name, _, digest in items:
-            if name in suspects:
-                continue
+            if str(index) in refused and name not in rows:
+                continue  # never run: a rerun grades it
             if name not in rows:
                 state = task_state.get(str(index))
                 how = f"Slurm task {index}: {state.state if state else 'lost'}"
@@ -181,22 +190,53 @@ def grade_on_slurm(
                     name, dict.fromkeys(ids, 0.0), "crashed",
                     message("grading_crash", language, how=how), sha256=digest))
                 continue
-            row = SubmissionResult.from_dict(rows[name])
-            if name in blamed:
-                files = ", ".join(sorted(set(blamed[name])))
-                row = SubmissionResult(
-                    name, dict.fromkeys(ids, 0.0), "tampered",
-                    text("tamper_changed", language, files=files),
-                    sha256=digest, seconds=row.seconds, timings=row.timings)
-            finish(name, row)
-    if suspects:
-        # One at a time, here: the one that changes the course again is known.
-        again = [(n, paths[n]) for n in sorted(suspects, key=numbers.get)]
-        results: dict = {}
-        _grade_all(again, digests, results, None, ids, language, 1, timeout,
-                   memory_mb, case_limit, private, list(folders))
-        for name, _ in again:
-            finish(name, results[name])
+            finish(name, _as_row(rows[name], blamed.get(name), language))
+    if sandbox and events:
+        files = sorted({f for e in events for f in e["files"]})
+        print(f"note: the course's files changed during grading ({', '.join(files)}),"
+              " not through a submission (none can write to them); the tasks "
+              "restored them", file=sys.stderr, flush=True)
+    if refused:
+        nodes = "; ".join(sorted(set(refused.values())))
+        raise CourseError(isolation.refusal(f"on the Slurm nodes, {nodes}")
+                          + " (the other submissions' rows are kept; a rerun "
+                          "grades only what is left)")
+
+
+def _blamed(rows: dict[str, dict], events: list[dict],
+            sandbox: bool) -> dict[str, list[str]]:
+    """Return the submissions that changed the course, with the files.
+
+    Inside the wall none can have: nobody. Without it the tasks ran one at a
+    time, and a change overlaps the one submission that made it; a change
+    that overlaps none, or several (another grader on the same course at the
+    same time), is blamed on no one rather than graded again.
+    """
+    blamed: dict[str, list[str]] = {}
+    if sandbox:
+        return blamed
+    for event in events:
+        during = _overlapping(rows, event)
+        if len(during) == 1:
+            blamed.setdefault(during[0], []).extend(event["files"])
+    return blamed
+
+
+def _as_row(row: dict, files: list[str] | None, language: str) -> SubmissionResult:
+    """Return a task's row, ``tampered`` if it changed the course's ``files``."""
+    result = SubmissionResult.from_dict(row)
+    if not files:
+        return result
+    return SubmissionResult(
+        result.submission, dict.fromkeys(result.scores, 0.0), "tampered",
+        text("tamper_changed", language, files=", ".join(sorted(set(files)))),
+        sha256=result.sha256, seconds=result.seconds, timings=result.timings)
+
+
+def _refused(work: Path) -> dict[str, str]:
+    """Return the tasks that could not wall their submissions in: index to why."""
+    return {p.stem.split("-", 1)[1]: p.read_text(encoding="utf-8").strip()
+            for p in work.glob("refused-*.txt")}
 
 
 def _read_run(work: Path) -> tuple[dict[str, dict], list[dict]]:
@@ -224,16 +264,21 @@ def _overlapping(rows: dict[str, dict], event: dict) -> list[str]:
 def earlier_rows(out_dir: Path, ids: list[str]) -> dict[str, dict]:
     """Rows that tasks of an earlier, interrupted ``--slurm`` run finished.
 
-    A row is taken only if no change of the course overlapped it (otherwise
-    its submission is graded again).
+    A submission that changed the course (a run without the wall) comes back
+    ``tampered``, as the collector would have made it.
     """
     found: dict[str, dict] = {}
     for work in sorted((out_dir / "slurm").glob("*/")):
+        try:
+            spec = json.loads((work / _SPEC).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # not a run's folder, or one cut off while written
         rows, events = _read_run(work)
-        unsure = {n for e in events for n in _overlapping(rows, e)}
+        blamed = _blamed(rows, events, spec.get("sandbox", False))
         for name, row in rows.items():
-            if name not in unsure and list(row.get("scores", {})) == ids:
-                found[name] = row
+            if list(row.get("scores", {})) == ids:
+                found[name] = _as_row(row, blamed.get(name),
+                                      spec.get("language", "en")).to_dict()
     return found
 
 
@@ -242,6 +287,14 @@ def _task(spec_file: Path, index: int) -> int:
     spec = json.loads(spec_file.read_text(encoding="utf-8"))
     work = spec_file.parent
     ids = spec["ids"]
+    if spec.get("sandbox", True):
+        reason = isolation.unavailable_reason()
+        if reason is not None:
+            # Nothing runs bare on a node where the teacher asked for the
+            # wall: the collector says why, and a rerun grades these.
+            (work / f"refused-{index}.txt").write_text(
+                f"{socket.gethostname()}: {reason}\n", encoding="utf-8")
+            return 1
     use_devices(ids)
     expected = expected_outputs(ids)
     course = Course([Path(f) for f in spec["course"]])
@@ -255,6 +308,8 @@ def _task(spec_file: Path, index: int) -> int:
             memory_mb=spec["memory_mb"], case_limit=spec["case_limit"],
             root=Path(root), private=[Path(p) for p in spec["private"]],
             course=course, language=spec["language"], backup=Path(spec["backup"]),
+            isolated=spec.get("sandbox", True),
+            hidden=[Path(spec["out"])] if spec.get("out") else [],
         )
         last_clean = time.time()
         for number, name, path, digest in spec["chunks"][index]:

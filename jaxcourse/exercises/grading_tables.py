@@ -2,8 +2,10 @@
 
 From a class's rows (:class:`~jaxcourse.exercises.grading_rows.SubmissionResult`):
 ``grades.csv`` and ``grades.json`` (submission x exercise -> score), one
-Markdown file of feedback per learner in the exercises' language, and the
-plain-text table that ``python -m jaxcourse.exercises.grading`` prints.
+Markdown file of feedback per learner in the exercises' language, the
+plain-text table that ``python -m jaxcourse.exercises.grading`` prints, and
+the class's flags for the teacher (:func:`class_flags`: answers that paste
+the reference, answers two submissions share), in both.
 """
 
 from __future__ import annotations
@@ -12,13 +14,17 @@ import csv
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from .answers import reference_digest
 from .grading_rows import SubmissionResult
 from .registry import get
 from .runner import text
 
 __all__ = [
+    "Flag",
+    "class_flags",
     "feedback_text",
     "print_summary",
     "summary_text",
@@ -40,12 +46,86 @@ def write_tables(rows: Sequence[SubmissionResult], out_dir: str | os.PathLike[st
         for row in rows:
             writer.writerow([row.submission, *(f"{row.scores[i]:g}" for i in ids),
                              f"{row.total:g}", row.status, row.reason])
+    flags = [{"exercise": f.exercise, "submission": f.submission, "flag": f.kind,
+              "others": list(f.others), "text": f.text()}
+             for f in class_flags(rows)]
     json_path.write_text(
-        json.dumps({"exercises": ids, "submissions": [r.to_dict() for r in rows]},
-                   indent=2, ensure_ascii=False) + "\n",
+        json.dumps({"exercises": ids, "submissions": [r.to_dict() for r in rows],
+                    "flags": flags}, indent=2, ensure_ascii=False) + "\n",
         encoding="utf-8",
     )
     return csv_path, json_path
+
+
+@dataclass(frozen=True)
+class Flag:
+    """An answer for the teacher to look at: it scores as checked all the same.
+
+    ``kind`` is ``"pasted"`` (the answer is the reference, written in the
+    notebook) or ``"same"`` (``others`` wrote the same answer).
+    """
+
+    exercise: str
+    submission: str
+    kind: str
+    others: tuple[str, ...] = ()
+
+    def text(self) -> str:
+        """Say it in the exercise's language."""
+        language = _language(self.exercise)
+        if self.kind == "pasted":
+            return text("flag_pasted", language)
+        return text("flag_same", language, others=", ".join(self.others))
+
+
+def _language(exercise_id: str) -> str:
+    try:
+        return get(exercise_id).language
+    except KeyError:  # a row of an exercise the course no longer has
+        return "en"
+
+
+def _reference(exercise_id: str) -> str:
+    try:
+        return reference_digest(get(exercise_id).solution_source())
+    except KeyError:
+        return ""
+
+
+def class_flags(rows: Sequence[SubmissionResult]) -> list[Flag]:
+    """Return the answers a teacher should look at, exercise by exercise.
+
+    Answers are compared as the notebooks write them, normalised
+    (:mod:`jaxcourse.exercises.answers`: names, comments, docstrings and
+    layout do not count): an answer equal to the reference's shown solution
+    is ``"pasted"``; answers that two or more submissions share are
+    ``"same"``, each listing the others. Only answers that earned points are
+    compared: an untouched template is the same everywhere, and a borrowed
+    answer already scores 0. These are flags, not zeros: a short answer is
+    often written the same way by learners who never met.
+    """
+    if not rows or not any(r.answers for r in rows):
+        return []
+    order = {r.submission: n for n, r in enumerate(rows)}
+    flags: list[Flag] = []
+    for exercise_id in rows[0].scores:
+        reference = _reference(exercise_id)
+        found: list[Flag] = []
+        shared: dict[str, list[str]] = {}
+        for row in rows:
+            answer = row.answers.get(exercise_id, "")
+            if not answer or row.scores.get(exercise_id, 0.0) <= 0:
+                continue
+            if answer == reference:
+                found.append(Flag(exercise_id, row.submission, "pasted"))
+            else:
+                shared.setdefault(answer, []).append(row.submission)
+        for group in shared.values():
+            if len(group) > 1:
+                found += [Flag(exercise_id, name, "same",
+                               tuple(o for o in group if o != name)) for name in group]
+        flags += sorted(found, key=lambda f: order[f.submission])
+    return flags
 
 
 def feedback_text(row: SubmissionResult) -> str:
@@ -79,7 +159,7 @@ def write_feedback(rows: Sequence[SubmissionResult],
 
 
 def summary_text(rows: Sequence[SubmissionResult]) -> str:
-    """Return a plain-text table of the scores, then the reasons.
+    """Return a plain-text table of the scores, then the reasons and the flags.
 
     Every column is as wide as its heading, so scores stay under long
     exercise names; a topic prefix that every id shares (``bayes.``) is
@@ -106,6 +186,9 @@ def summary_text(rows: Sequence[SubmissionResult]) -> str:
     reasons = [f"  {r.submission}: {r.reason}" for r in rows if r.reason]
     if reasons:
         lines += ["", "reasons:", *reasons]
+    flags = [f"  {f.exercise}: {f.submission}: {f.text()}" for f in class_flags(rows)]
+    if flags:
+        lines += ["", "flags (for a look; the scores stand):", *flags]
     return "\n".join(lines)
 
 

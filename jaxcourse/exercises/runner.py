@@ -3,9 +3,10 @@
 The grader's runner: :class:`Course` (the course's code, fingerprinted,
 restorable, copied read-only for each submission), :func:`run_one` (a fresh
 ``python -m jaxcourse.exercises.sandbox`` process in a private run folder,
-its output's tail kept, its whole process tree ended afterwards) and
-:func:`unreadable_reason` (empty, not JSON, not a notebook). Judging is
-:mod:`jaxcourse.exercises.grading_local`'s, the tables
+inside the operating system's wall (:mod:`jaxcourse.exercises.isolation`)
+unless the teacher turned it off, its output's tail kept, its whole process
+tree ended afterwards) and :func:`unreadable_reason` (empty, not JSON, not a
+notebook). Judging is :mod:`jaxcourse.exercises.grading_local`'s, the tables
 :mod:`jaxcourse.exercises.grading_tables`'.
 """
 
@@ -27,11 +28,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jaxcourse import compile_cache
+from jaxcourse import CourseError, compile_cache
 from jaxcourse.course import content_folders
 from jaxcourse.processes import TAG_ENV, end_tree, new_tag
 
 from ..messages import LANGUAGES, message
+from . import isolation
 from .mode import GRADING_ENV
 from .sandbox import GUARD_ENV
 
@@ -178,7 +180,13 @@ class Run:
 
 @dataclass
 class Settings:
-    """What every submission of one grading run shares."""
+    """What every submission of one grading run shares.
+
+    ``isolated``: each submission runs inside the wall
+    (:mod:`jaxcourse.exercises.isolation`); ``False`` only when the teacher
+    said so. ``hidden``: more folders its process must not see (the grading
+    folder with everyone's rows).
+    """
 
     ids: list[str]
     modules: list[str]
@@ -190,6 +198,8 @@ class Settings:
     course: Course
     language: str
     backup: Path
+    isolated: bool = True
+    hidden: list[Path] = field(default_factory=list)
 
 
 def _tail_reader(pipe, keep: collections.deque) -> None:
@@ -207,20 +217,64 @@ def _tail_reader(pipe, keep: collections.deque) -> None:
 def run_one(path: Path, number: int, settings: Settings) -> Run:
     """Run one submission in a fresh process; report what happened."""
     run_dir = Path(tempfile.mkdtemp(prefix=f"{number:04d}-", dir=settings.root))
+    # The decoys that cover what it must not see: beside its run folder, not
+    # in it, so that it cannot reach them but through the paths they cover.
+    decoys = Path(tempfile.mkdtemp(prefix=f"{number:04d}-hidden-", dir=settings.root))
     try:
-        return _run_in(path, run_dir, settings)
+        return _run_in(path, run_dir, decoys, settings)
     finally:
-        _writable(run_dir)
-        shutil.rmtree(run_dir, ignore_errors=True)
+        for folder in (run_dir, decoys):
+            _writable(folder)
+            shutil.rmtree(folder, ignore_errors=True)
 
 
-def _run_in(path: Path, run_dir: Path, settings: Settings) -> Run:
+def _layout(run_dir: Path, settings: Settings) -> isolation.Layout:
+    """Return what the submission's process may see and write (inside the wall)."""
+    hidden = [*settings.course.folders, *settings.private, settings.root,
+              *settings.hidden, *isolation.home_hidden()]
+    # The home folder: empty (no keys or tokens to read, and hand back in an
+    # error message) but writable, in memory, where libraries keep settings.
+    return isolation.Layout(own=run_dir, read_only=[run_dir / "course"],
+                            hidden=hidden, emptied=[Path.home()],
+                            shown=isolation.shown(),
+                            scratch_mb=settings.memory_mb or 1024)
+
+
+def _matplotlib_config(folder: Path) -> None:
+    # Outside the wall matplotlib keeps its font list in ~/.cache; inside it
+    # that is read-only, and matplotlib would rebuild the list (seconds) in a
+    # temporary folder on every run: it starts from a copy instead.
+    folder.mkdir()
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    for font_list in (cache / "matplotlib").glob("fontlist-*.json"):
+        with contextlib.suppress(OSError):
+            shutil.copyfile(font_list, folder / font_list.name)
+
+
+def _as_original(line: str, run_dir: Path, course: Course) -> str:
+    # A write to the private copy of the course is reported at the course's
+    # own path: the row says the same whichever copy it aimed at.
+    kind, _, where = line.partition(" ")
+    copy = run_dir / "course"
+    try:
+        relative = Path(where).relative_to(os.path.realpath(copy))
+    except ValueError:
+        return line
+    for folder in course.folders:
+        if relative.parts and relative.parts[0] == folder.name:
+            return f"{kind} {folder.parent / relative}"
+    return line
+
+
+def _run_in(path: Path, run_dir: Path, decoys: Path, settings: Settings) -> Run:
     work, outbox, course = run_dir / "work", run_dir / "outbox", run_dir / "course"
     work.mkdir()
     outbox.mkdir()
     settings.course.copy_to(course)
     copy = work / "submission.ipynb"
     shutil.copyfile(path, copy)
+    _matplotlib_config(run_dir / "matplotlib")
+    layout = _layout(run_dir, settings)
     tag = new_tag()
     # No shared compilation cache: one submission must never place compiled
     # code that another one runs (and the course's switch keeps it off when
@@ -236,10 +290,16 @@ def _run_in(path: Path, run_dir: Path, settings: Settings) -> Run:
         "PYTHONDONTWRITEBYTECODE": "1",
         "IPYTHONDIR": str(run_dir / "ipython"),
         "MPLBACKEND": "Agg",
+        "MPLCONFIGDIR": str(run_dir / "matplotlib"),
         "PYTHONHASHSEED": "0",
         "JAX_PLATFORMS": env.get("JAX_PLATFORMS", "cpu"),
+        # The guard (the second layer, in the process) refuses what the wall
+        # makes fail, and names it: the course, the environment, the course's
+        # own folders under the home folder.
         GUARD_ENV: json.dumps({
-            "protect": [*map(str, settings.course.folders), str(course)],
+            "protect": [*map(str, settings.course.folders), str(course),
+                        *map(str, isolation.shown()),
+                        *map(str, isolation.home_hidden())],
             "private": [str(settings.root), *map(str, settings.private)],
             "own": str(run_dir),
         }),
@@ -249,6 +309,13 @@ def _run_in(path: Path, run_dir: Path, settings: Settings) -> Run:
                "--modules", *settings.modules, "--exercises", *settings.ids]
     if settings.case_limit is not None:
         command += ["--case-time-limit", str(settings.case_limit)]
+    if settings.isolated:
+        bwrap = isolation.program()
+        if bwrap is None:  # removed since the grader checked: run nothing bare
+            raise CourseError(isolation.refusal(isolation.unavailable_reason() or ""))
+        # Inside, /tmp is its own: an inherited TMPDIR may name a hidden folder.
+        env["TMPDIR"] = "/tmp"
+        command = isolation.wrap(command, layout, decoys, bwrap, cwd=work)
     tail: collections.deque = collections.deque()
     run = Run("graded", started=time.time())
     process = subprocess.Popen(
@@ -261,6 +328,10 @@ def _run_in(path: Path, run_dir: Path, settings: Settings) -> Run:
     try:
         code = process.wait(settings.timeout)
         timed_out = False
+        if settings.isolated and code > 128:
+            # bwrap passes a signal on as 128 + its number, as a shell does
+            # (an exit(139) of the notebook's own reads as SIGSEGV too).
+            code = -(code - 128)
     except subprocess.TimeoutExpired:
         timed_out, code = True, None
     finally:
@@ -274,6 +345,10 @@ def _run_in(path: Path, run_dir: Path, settings: Settings) -> Run:
     attempts_file = outbox / "attempts.txt"
     if attempts_file.is_file():
         run.attempts = attempts_file.read_text("utf-8", "replace").splitlines()[:20]
+    if settings.isolated:
+        # What went around the guard (a shell, ctypes) into a hidden folder.
+        run.attempts += isolation.found(layout, decoys)
+    run.attempts = [_as_original(a, run_dir, settings.course) for a in run.attempts]
     result = outbox / "result.json"
     if timed_out:
         run.status = "timed out"

@@ -15,12 +15,16 @@ folder outside its own run folder or into the submissions folder, imports
 what every notebook needs, executes the notebook's code cells (cells that
 only display a check panel or an explorer are skipped), calls the learner's
 functions on every test's inputs, and writes what they returned as plain
-JSON. It decides nothing; the grader judges.
+JSON, with the exercises whose function is, runs or copies a reference
+answer (:mod:`jaxcourse.exercises.borrowing`). It decides nothing; the
+grader judges.
 
 The guard is a tripwire for honest mistakes and casual snooping, not a
 security sandbox: code that calls the C library directly (``ctypes``) or
-starts a shell passes beside it. The grader therefore also fingerprints the
-course after every submission, and ends every process a submission started.
+starts a shell passes beside it. The grader therefore starts this process
+inside the operating system's wall (:mod:`jaxcourse.exercises.isolation`),
+fingerprints the course after every submission, and ends every process a
+submission started.
 """
 
 from __future__ import annotations
@@ -198,6 +202,10 @@ def _install_guard(config: dict, attempts: Path) -> None:
         if busy or not (event == "open" or event in _MUTATING or event in _LOOKING):
             return
         target = args[0] if args else None
+        if event == "shutil.copyfile" and len(args) > 1:
+            # Copied from args[0], written to args[1]: IPython copies its
+            # own files out of the (protected) environment at start-up.
+            target = args[1]
         if event == "os.chdir" or event == "glob.glob":
             target = args[0]
         if isinstance(target, bytes):
@@ -257,12 +265,18 @@ def run_submission(notebook: Path, outbox: Path, ids: list[str], modules: list[s
     import nbformat
     from IPython.core.interactiveshell import InteractiveShell
 
+    from jaxcourse.course import content_folders
+
+    from .borrowing import Watch
     from .observation import Observation
     from .observe import observe_all
     from .registry import get
 
     for name in modules:
         importlib.import_module(name)
+    # The references as the course registered them, before any cell can
+    # rebind, reload or re-register them.
+    watch = Watch({i: get(i).reference for i in ids}, content_folders())
     shell = InteractiveShell.instance()
     timings["imported"] = time.time()
     errors, skipped = [], 0
@@ -279,15 +293,29 @@ def run_submission(notebook: Path, outbox: Path, ids: list[str], modules: list[s
             err = outcome.error_in_exec or outcome.error_before_exec
             errors.append({"cell": index + 1, "error": type(err).__name__})
     timings["cells"] = time.time()
-    report: dict = {"cell_errors": errors, "skipped_cells": skipped, "exercises": {}}
+    watch.find_copies([c.source for c in cells])
+    report: dict = {"cell_errors": errors, "skipped_cells": skipped, "exercises": {},
+                    "borrowed": {}}
     for exercise_id in ids:
         exercise = get(exercise_id)
         name = exercise.function_name
+        borrowed = None
         if name in shell.user_ns:
-            observed = observe_all(exercise, shell.user_ns[name], case_limit)
+            function = shell.user_ns[name]
+            borrowed = watch.borrowed(function)
+            if borrowed is None:
+                with watch.watching() as watching:
+                    observed = observe_all(exercise, function, case_limit)
+                if watching.ran is not None:
+                    borrowed = ("calls", watching.ran)
+            else:  # scored 0 whatever it returns: not worth the checks' time
+                observed = [Observation("skipped")] * len(exercise.cases)
         else:
             observed = [Observation("missing")] * len(exercise.cases)
         report["exercises"][exercise_id] = [o.to_json() for o in observed]
+        if borrowed is not None:
+            how, reference = borrowed
+            report["borrowed"][exercise_id] = {"how": how, "reference": reference}
     timings["checks"] = time.time()
     report["timings"] = timings
     partial = outbox / "result.partial"

@@ -23,6 +23,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..messages import message
+from .class_release import published_solution, release_settings, solution_state
 from .explorer_base import Display
 from .judging import check
 from .registry import get
@@ -91,9 +92,20 @@ def hints_html(exercise: Exercise, shown: int) -> str:
 
 
 def solution_html(exercise: Exercise) -> str:
-    """Render the reference implementation's source as a code block."""
-    source = exercise.solution_source()
+    """Render the reference implementation's source as a code block.
+
+    In a class release (:mod:`jaxcourse.exercises.class_release`) the
+    reference's source is a stub: the solution shown is the published one, and
+    before it may be shown, the reason why not.
+    """
     lang = exercise.language
+    if release_settings() is not None:
+        shown, why = solution_state(exercise)
+        if not shown:
+            return f"<i>{html.escape(why)}</i>"
+        source = published_solution(exercise)
+    else:
+        source = exercise.solution_source()
     if not source:
         return f"<i>{html.escape(message('solution_unavailable', lang))}</i>"
     return (
@@ -143,8 +155,12 @@ class CheckPanel(Display):
             description=self.label("hint"), icon="lightbulb-o",
             disabled=not self.exercise.hints,
         )
+        # Off in a class release until its date and its published solutions
+        # (class_release.solution_state); the tooltip says which.
+        shown, why = solution_state(self.exercise)
         self.solution_button = widgets.Button(
-            description=self.label("show_solution"), icon="eye"
+            description=self.label("show_solution"), icon="eye",
+            disabled=not shown, tooltip=why,
         )
         self.title = widgets.HTML(f"<b>{html.escape(self.exercise.title)}</b> "
                                   f"<code>{html.escape(self.exercise.id)}</code>")

@@ -11,6 +11,15 @@ TEXTS: dict[str, str] = {
     "no_more_hints": "No more hints.",
     "solution_heading": "Reference solution",
     "solution_unavailable": "The reference source is not available.",
+    # A class release (jaxcourse.exercises.class_release): solutions shut.
+    "solution_withheld": "The solutions are not part of this class release.",
+    "solution_from": "The solutions open on {date}.",
+    "solution_unpublished": "The solutions open on {date}, but your teacher has "
+    "not added them to this release yet.",
+    "reference_withheld": "This class release holds no reference answer: it "
+    "checks answers against the reference outputs stored with it, which do not "
+    "apply here ({why}). Ask your teacher for a release made for this "
+    "environment.",
     # Summaries.
     "summary": "{id}: {passed}/{total} tests passed",
     "summary_not_attempted": "{id}: not attempted yet (0/{total} tests)",
@@ -279,12 +288,23 @@ TEXTS: dict[str, str] = {
     "grading_oom_cells": " in cells {cells}",
     "grading_tamper_write": "it tried to change the course's files ({path}): zero",
     "grading_tamper_read": "it tried to read outside its own folder ({path}): zero",
+    "grading_tamper_outside": "it tried to write outside its own folder ({path}): "
+    "zero",
     "grading_tamper_changed": "the course's files changed while it ran ({files}); "
     "they were restored: zero",
     "grading_feedback_title": "Feedback: {name}",
     "grading_status": "Status: {status}",
     "grading_score": "Score: {total:g} of {count}",
     "grading_exercise": "{id}: {score:.0%}",
+    "grading_borrowed_is": "borrowed the reference answer: `{name}` is the "
+    "course's `{reference}`, not written in the notebook: zero",
+    "grading_borrowed_calls": "borrowed the reference answer: `{name}` runs the "
+    "course's `{reference}`: zero",
+    "grading_borrowed_copy": "borrowed the reference answer: `{name}` is the "
+    "course's `{reference}`, run from its installed file, not written in the "
+    "notebook: zero",
+    "grading_flag_pasted": "pasted the reference answer",
+    "grading_flag_same": "same answer as {others}",
     # The layout explorer (chapter 6).
     "traceback_frames_1": "1 frame inside JAX and other libraries",
     "traceback_frames_n": "{n} frames inside JAX and other libraries",

@@ -12,6 +12,12 @@ TEXTS: dict[str, str] = {
     "no_more_hints": "没有更多提示了。",
     "solution_heading": "参考解答",
     "solution_unavailable": "找不到参考解答的源代码。",
+    "solution_withheld": "这份课堂版本不含解答。",
+    "solution_from": "解答将于 {date} 开放。",
+    "solution_unpublished": "解答自 {date} 开放，但老师还没有把解答加进这份课堂版本。",
+    "reference_withheld": "这份课堂版本不含参考解答：检查时比对"
+    "的是随附保存的参考输出，但它们在这里不适"
+    "用（{why}）。请向老师索取为这个环境制作的版本。",
     "summary": "{id}：{passed}/{total} 项测试通过",
     "summary_not_attempted": "{id}：尚未作答（0/{total} 项测试）",
     "summary_deferred": "{id}：另行评分",
@@ -234,11 +240,20 @@ TEXTS: dict[str, str] = {
     "grading_oom_cells": "，出错的单元格：{cells}",
     "grading_tamper_write": "它试图修改课程的文件（{path}）：零分",
     "grading_tamper_read": "它试图读取自己目录以外的内容（{path}）：零分",
+    "grading_tamper_outside": "它试图写入自己目录以外的地方（{path}）：零分",
     "grading_tamper_changed": "它运行时课程的文件被修改了（{files}），已还原：零分",
     "grading_feedback_title": "反馈：{name}",
     "grading_status": "状态：{status}",
     "grading_score": "分数：{total:g} / {count}",
     "grading_exercise": "{id}：{score:.0%}",
+    "grading_borrowed_is": "借用了参考答案：`{name}` 就是课程的 `{reference}`，"
+    "不是在笔记本里写的：零分",
+    "grading_borrowed_calls": "借用了参考答案：`{name}` 运行了课程的 `{reference}`："
+    "零分",
+    "grading_borrowed_copy": "借用了参考答案：`{name}` 是从安装的文件运行的课程 "
+    "`{reference}`，不是在笔记本里写的：零分",
+    "grading_flag_pasted": "粘贴了参考答案",
+    "grading_flag_same": "与 {others} 的答案相同",
     # 布局探索器（第 6 章）。
     "traceback_frames_1": "JAX 等函数库内部的 1 层调用",
     "traceback_frames_n": "JAX 等函数库内部的 {n} 层调用",

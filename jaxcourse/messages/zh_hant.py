@@ -10,6 +10,12 @@ TEXTS: dict[str, str] = {
     "no_more_hints": "沒有更多提示了。",
     "solution_heading": "參考解答",
     "solution_unavailable": "找不到參考解答的原始碼。",
+    "solution_withheld": "這份課堂版本不含解答。",
+    "solution_from": "解答將於 {date} 開放。",
+    "solution_unpublished": "解答自 {date} 開放，但老師還沒有把解答加進這份課堂版本。",
+    "reference_withheld": "這份課堂版本不含參考解答：檢查時比對"
+    "的是隨附儲存的參考輸出，但它們在這裡不適"
+    "用（{why}）。請向老師索取為這個環境製作的版本。",
     "summary": "{id}：{passed}/{total} 項測試通過",
     "summary_not_attempted": "{id}：尚未作答（0/{total} 項測試）",
     "summary_deferred": "{id}：另行評分",
@@ -231,11 +237,20 @@ TEXTS: dict[str, str] = {
     "grading_oom_cells": "，出錯的儲存格：{cells}",
     "grading_tamper_write": "它試圖修改課程的檔案（{path}）：零分",
     "grading_tamper_read": "它試圖讀取自己目錄以外的內容（{path}）：零分",
+    "grading_tamper_outside": "它試圖寫入自己目錄以外的地方（{path}）：零分",
     "grading_tamper_changed": "它執行時課程的檔案被修改了（{files}），已還原：零分",
     "grading_feedback_title": "回饋：{name}",
     "grading_status": "狀態：{status}",
     "grading_score": "分數：{total:g} / {count}",
     "grading_exercise": "{id}：{score:.0%}",
+    "grading_borrowed_is": "借用了參考答案：`{name}` 就是課程的 `{reference}`，"
+    "不是在筆記本裡寫的：零分",
+    "grading_borrowed_calls": "借用了參考答案：`{name}` 執行了課程的 `{reference}`："
+    "零分",
+    "grading_borrowed_copy": "借用了參考答案：`{name}` 是從安裝的檔案執行的課程 "
+    "`{reference}`，不是在筆記本裡寫的：零分",
+    "grading_flag_pasted": "貼上了參考答案",
+    "grading_flag_same": "與 {others} 的答案相同",
     # 佈局探索器（第 6 章）。
     "traceback_frames_1": "JAX 等函式庫內部的 1 層呼叫",
     "traceback_frames_n": "JAX 等函式庫內部的 {n} 層呼叫",

@@ -17,7 +17,9 @@ multi-process chapter and the grader can use real ``sbatch`` and ``srun``:
   names both, so that a job sees two hosts, as on a real cluster. Without
   that, one node, ``localhost``.
 - :func:`client_env` is the environment in which ``sbatch``, ``srun``,
-  ``squeue`` talk to this cluster (``SLURM_CONF``); :func:`submit`,
+  ``squeue`` talk to this cluster (``SLURM_CONF``; a shell gets it from
+  ``python -m jaxcourse.slurm env``, and ``python -m jaxcourse.slurm
+  squeue|sacct`` needs none); :func:`submit`,
   :func:`wait` and :func:`job_state` submit a batch script, wait for it with a
   time limit, and read its state; :func:`launch_srun` runs a program as
   ``srun`` tasks with the interface of :func:`jaxcourse.launch.launch`.

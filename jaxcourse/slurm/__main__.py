@@ -1,4 +1,4 @@
-"""``python -m jaxcourse.slurm start|stop|status``: see :mod:`jaxcourse.slurm.cli`."""
+"""``python -m jaxcourse.slurm COMMAND``: see :mod:`jaxcourse.slurm.cli`."""
 
 import sys
 

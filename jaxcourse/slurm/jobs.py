@@ -5,13 +5,15 @@ every task of it with a time limit (and cancels it after), :func:`job_state`
 and :func:`job_states` read ``scontrol show job``. The rest serve chapter 7's
 cells and the grader: a job's ``srun --label`` output per task
 (:func:`job_output`), srun's lines about failed tasks (:func:`srun_errors`),
-one line of a job's fields (:func:`describe`), and any Slurm command's
-answer (:func:`command`, :func:`sacct`).
+one line of a job's fields (:func:`describe`), any Slurm command's answer
+(:func:`command`, :func:`sacct`), and the finished jobs of the completion
+log, an array one row per task (:func:`finished_jobs`, :func:`sacct_table`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import os
 import re
 import time
@@ -32,14 +34,17 @@ from jaxcourse.slurm.daemons import status
 
 __all__ = [
     "FINAL_STATES",
+    "SACCT_FIELDS",
     "JobState",
     "cancel",
     "command",
     "describe",
+    "finished_jobs",
     "job_output",
     "job_state",
     "job_states",
     "sacct",
+    "sacct_table",
     "srun_errors",
     "submit",
     "wait",
@@ -53,6 +58,14 @@ FINAL_STATES = frozenset({
 # srun's line about tasks that failed (``srun: error: node1: task 2: Exited
 # with exit code 1``): what :func:`srun_errors` and ``launch_srun`` read.
 _TASK_FAILED = re.compile(r"srun: error: \S+: tasks? ([\d,-]+): (.*)")
+#: The columns of :func:`sacct_table`: fields that ``sacct --helpformat``
+#: lists in Slurm 22.05, with their meaning there. An array task's ``JobID``
+#: is ``<array>_<task>`` and its ``JobIDRaw`` its own number; sacct has no
+#: ``ArrayJobId`` or ``ArrayTaskId`` field (those are scontrol's and squeue's,
+#: ``%F`` and ``%K``).
+SACCT_FIELDS = ("JobID", "JobIDRaw", "JobName", "State", "ExitCode", "Elapsed",
+                "NodeList")
+_FIELD = re.compile(r"(\w+)=(\S*)")
 
 
 @dataclass
@@ -213,6 +226,101 @@ def command(*argv: str, timeout: float = 20.0) -> str:
 
 
 def sacct(job_id: str, fmt: str = "JobName,Partition,NNodes,NodeList,State") -> str:
-    """Return ``sacct -c`` (the job completion log) for one job, in columns ``fmt``."""
+    """Return ``sacct -c`` (the job completion log) for one job, in columns ``fmt``.
+
+    For a job that is not an array: ``sacct -c`` matches ``job_id`` with the
+    number of each job in the log, and knows no array (its tasks have numbers
+    of their own, and it calls their ``ArrayJobId`` an "Unknown type"). An
+    array's tasks: :func:`finished_jobs`.
+    """
     result = _run(["sacct", "-c", "-j", str(job_id), f"--format={fmt}"])
     return (result.stdout or result.stderr).rstrip()
+
+
+def _elapsed(start: str, end: str) -> str:
+    """``EndTime - StartTime`` as sacct writes it: ``[D-]HH:MM:SS``."""
+    try:
+        seconds = int((datetime.datetime.fromisoformat(end)
+                       - datetime.datetime.fromisoformat(start)).total_seconds())
+    except ValueError:  # "Unknown": cancelled before it started
+        seconds = 0
+    days, rest = divmod(max(seconds, 0), 86400)
+    clock = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"{days}-{clock}" if days else clock
+
+
+def finished_jobs(job_ids: Sequence[str] = (),
+                  log: str | os.PathLike[str] | None = None) -> list[dict[str, str]]:
+    """Return the finished jobs of the completion log, an array one row per task.
+
+    What ``sacct -c`` reads (the course's cluster keeps no accounting
+    database), read here because ``sacct -c`` knows no array: ``sacct -c -j
+    82`` shows only the task whose own number is 82, and an error line for
+    every ``ArrayJobId`` in the log.
+
+    Parameters
+    ----------
+    job_ids : sequence of str
+        Jobs (``82``: every task of array 82, or the job or task whose own
+        number is 82) or array tasks (``82_1``); empty: every job. When the
+        log holds several submissions under one number (the cluster was
+        started afresh), the latest one.
+    log : path-like, optional
+        The completion log; by default the course's cluster's.
+
+    Returns
+    -------
+    list of dict
+        One row per job or array task, by :data:`SACCT_FIELDS` (sacct's
+        names), in the order of the log, each array's tasks by task number.
+    """
+    path = Path(log) if log is not None else cluster().jobs_log
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return []
+    rows = []
+    for line in lines:
+        fields = dict(_FIELD.findall(line))
+        if "JobId" not in fields:
+            continue
+        task = fields.get("ArrayTaskId", "")
+        array = fields.get("ArrayJobId", "")
+        rows.append({
+            "JobID": f"{array}_{task}" if task and array else fields["JobId"],
+            "JobIDRaw": fields["JobId"],
+            "JobName": fields.get("Name", ""),
+            "State": fields.get("JobState", ""),
+            "ExitCode": fields.get("ExitCode", ""),
+            "Elapsed": _elapsed(fields.get("StartTime", ""), fields.get("EndTime", "")),
+            "NodeList": fields.get("NodeList", ""),
+            # Not columns: what groups and orders an array's tasks.
+            "_array": array or fields["JobId"],
+            "_task": task,
+            "_submitted": fields.get("SubmitTime", ""),
+        })
+    if job_ids:
+        wanted = set()
+        for job_id in map(str, job_ids):
+            matches = [r for r in rows
+                       if job_id in (r["JobID"], r["JobIDRaw"], r["_array"])]
+            if matches:
+                latest = matches[-1]["_submitted"]
+                wanted.update(id(r) for r in matches if r["_submitted"] == latest)
+        rows = [r for r in rows if id(r) in wanted]
+    order = {}
+    for row in rows:
+        order.setdefault(row["_array"], len(order))
+    rows.sort(key=lambda r: (order[r["_array"]],
+                             int(r["_task"]) if r["_task"].isdigit() else -1))
+    return [{k: v for k, v in r.items() if not k.startswith("_")} for r in rows]
+
+
+def sacct_table(rows: Sequence[dict[str, str]],
+                fields: Sequence[str] = SACCT_FIELDS) -> str:
+    """Lay out :func:`finished_jobs`' rows as sacct does: a header, a rule, columns."""
+    widths = [max([len(f), *(len(r.get(f, "")) for r in rows)]) for f in fields]
+    lines = [[f for f in fields], ["-" * w for w in widths],
+             *([r.get(f, "") for f in fields] for r in rows)]
+    return "\n".join(" ".join(v.ljust(w) for v, w in zip(line, widths, strict=True))
+                     .rstrip() for line in lines)

@@ -17,7 +17,7 @@ from jax.sharding import PartitionSpec as P
 
 from jaxcourse import scaling
 from jaxcourse.scaling import LAYOUTS, Size
-from solutions.scaling import MESHES
+from solutions.scaling_checks import MESHES
 
 
 # -- exercise 1: state_bytes_per_device

@@ -61,6 +61,7 @@ __all__ = [
     "MAX_STORED",
     "StoredOutputs",
     "fingerprint",
+    "stale_reasons",
     "store_path",
     "stored_outputs",
 ]
@@ -451,6 +452,33 @@ def stored_outputs(exercise: Exercise) -> StoredOutputs | None:
         return store.decoded[key]
     except Exception:  # a store must never stop a Check
         return None
+
+
+def stale_reasons(module: Any) -> list[str]:
+    """Say why the store beside ``module`` does not apply here; [] when it does.
+
+    What :func:`stored_outputs` checks at a lookup, in words: a missing or
+    corrupt store, another platform, a changed source, version or setting
+    (``"jax 0.10.2 -> 0.11.0"``). A class release, whose references are
+    withheld (:mod:`jaxcourse.exercises.class_release`), tells the learner.
+    Never raises.
+    """
+    try:
+        module_file = getattr(module, "__file__", None)
+        if not module_file:
+            return ["no module file"]
+        path = store_path(module_file)
+        if not path.is_file():
+            return [f"no {path.name}"]
+        store = _read(path)
+        if store is None:
+            return [f"a corrupt {path.name}"]
+        reasons = _changes(store.fingerprint, module)
+        if jax.default_backend() != "cpu":
+            reasons.append(f"a {jax.default_backend()} runtime (stored on cpu)")
+        return reasons
+    except Exception as err:  # a message must never fail in its turn
+        return [f"{type(err).__name__}"]
 
 
 # --------------------------------------------------------------------------

@@ -42,6 +42,8 @@ from . import (
 
 __all__ = [
     "changes",
+    "complete_in_process",
+    "complete_store",
     "module_files",
     "compute_store",
     "main",
@@ -165,6 +167,68 @@ def compute_store(module_name: str) -> str:
     return serialize(entries, fingerprint(module))
 
 
+def complete_store(module_name: str) -> dict[str, dict]:
+    """Compute what ``module_name``'s store left out: the outputs too large to store.
+
+    A class release (:mod:`jaxcourse.exercises.release`) withholds the
+    references, so its store must hold every observation a Check looks up:
+    each reference's on every case, and each mistake's where a mistake is
+    looked up (:func:`_looks_up_mistakes`). Runs them here, where the store
+    holds None; the process must have the exercises' devices.
+
+    Returns
+    -------
+    dict
+        Exercise id -> ``{"reference": {case: obs}, "mistakes": {number:
+        {case: obs}}}``, observations as :meth:`Observation.to_json` gives
+        them, case and mistake numbers as strings (JSON keys); only the
+        exercises with something left out.
+
+    Raises
+    ------
+    RuntimeError
+        If the store is missing or stale, or a reference fails on a case.
+    """
+    module = importlib.import_module(module_name)
+    why = changes(module_name)
+    if why:
+        raise RuntimeError(f"the store of {module_name} is out of date "
+                           f"({', '.join(why)})")
+    store = _read(store_path(module.__file__))
+    assert store is not None  # changes() found it fresh
+    filled: dict[str, dict] = {}
+    for exercise in _exercises_of(module_name):
+        raw = store.entries.get(exercise.id)
+        if isinstance(raw, dict) and "same_as" in raw:
+            continue  # an edition: its twin's entry, completed once
+        stored = _decode(exercise, _entry(store.entries, exercise.id))
+        if stored is None:
+            raise RuntimeError(f"the store of {module_name} has no valid entry "
+                               f"for {exercise.id}")
+        reference: dict[str, dict] = {}
+        mistakes: dict[str, dict[str, dict]] = {}
+        for i, case in enumerate(exercise.cases):
+            if case.prepare is not None and (
+                    stored.reference[i] is None or _looks_up_mistakes(case)):
+                case.prepare()
+            if stored.reference[i] is None:
+                obs = observe(exercise.reference, case, None)
+                if obs.kind != "value":
+                    raise RuntimeError(
+                        f"the reference of {exercise.id} fails on "
+                        f"{case.description!r}: {obs.kind} {obs.error}")
+                reference[str(i)] = obs.to_json()
+            if not _looks_up_mistakes(case):
+                continue
+            for n, mistake in enumerate(exercise.mistakes):
+                if stored.mistake(i, n) is None:
+                    mistakes.setdefault(str(n), {})[str(i)] = _mistake_json(
+                        mistake.function, case)
+        if reference or mistakes:
+            filled[exercise.id] = {"reference": reference, "mistakes": mistakes}
+    return filled
+
+
 def verify_store(module_name: str) -> dict[str, list[str]]:
     """Recompute every stored output of ``module_name`` here and compare.
 
@@ -231,6 +295,13 @@ def _in_fresh_process(action: str, module_name: str, module_file: str | os.PathL
             raise RuntimeError(f"{action} the outputs of {module_name}: the process "
                                f"failed:\n{tail}")
         return out.read_text(encoding="utf-8")
+
+
+def complete_in_process(module_name: str, module_file: str | os.PathLike,
+                        devices: int = 1, timeout: float = 900.0) -> dict[str, dict]:
+    """:func:`complete_store` in a fresh process with ``devices`` CPU devices."""
+    return json.loads(_in_fresh_process("complete", module_name, module_file,
+                                        devices, timeout))
 
 
 def write_store(module_name: str, module_file: str | os.PathLike, devices: int = 1,
@@ -363,6 +434,8 @@ def _child_main(action: str, module_name: str, devices: int, out: str) -> int:
         use_cpu_devices(devices)
     if action == "compute":
         text = compute_store(module_name)
+    elif action == "complete":
+        text = json.dumps(complete_store(module_name), ensure_ascii=False)
     else:
         text = json.dumps(verify_store(module_name), ensure_ascii=False)
     Path(out).write_text(text, encoding="utf-8")

@@ -1,0 +1,208 @@
+"""nbgrader's side of the course's scores: a preprocessor that nbgrader runs.
+
+nbgrader autogrades a notebook by executing it in a kernel and reading what
+each test cell printed there. That kernel belongs to the learner as much as
+to nbgrader: the learner's cells ran in it first, and whatever they did there
+(replace ``jaxcourse.exercises.autograde`` or ``check_panel``, patch any of
+the course's functions, or register an IPython input transformer that
+rewrites every later cell before it runs) decides what a test cell prints. No
+code in a test cell can be trusted to run as written in that kernel.
+
+:class:`CourseScores` therefore runs in nbgrader's own process, right after
+nbgrader has executed the notebook: it writes the notebook's source to a
+private folder, has the course's grader score it there (``python -m
+jaxcourse.exercises.nbgrader_scores``: the learner's cells run in a fresh, sandboxed
+process against a read-only copy of the course, exactly as ``python -m
+jaxcourse.exercises.grading`` runs them), and replaces the outputs of every
+test cell that the grader scored with one result whose plain text is the
+score, which nbgrader then reads. Nothing the kernel did reaches either
+process. Before each notebook it also compares the course's files with what
+they were when nbgrader started (:meth:`CourseScores.watch`): nbgrader runs a
+kernel with the teacher's own rights, so a submission could have rewritten
+them, and then it refuses to score.
+
+nbgrader loads this file in its own environment, which need not have JAX or
+the course: it imports the standard library, ``traitlets`` and ``nbformat``
+(nbgrader's own dependencies), never ``jaxcourse``. ``python -m
+jaxcourse.exercises.authoring --nbgrader DIR`` copies it to
+``DIR/jaxcourse_nbgrader.py`` and registers it in ``DIR/nbgrader_config.py``.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import subprocess
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, ClassVar
+
+import nbformat
+from traitlets import Bool, Float, Integer, List, Unicode
+from traitlets.config import LoggingConfigurable
+
+__all__ = ["CourseChangedError", "CourseScores", "fingerprint"]
+
+#: What the course's side of the scores is run as (with the course's Python).
+COURSE_MODULE = "jaxcourse.exercises.nbgrader_scores"
+# Seconds the course's side may take beyond the notebook's own time limit:
+# its imports and the reference outputs, computed before the notebook runs.
+_OVERHEAD = 600
+# Set in nbgrader's resources once a notebook is scored. nbgrader may read its
+# config twice, and each reading inserts CourseScores again: the notebook is
+# scored once all the same.
+_SCORED = "jaxcourse_scored"
+
+
+class CourseChangedError(RuntimeError):
+    """The course's files changed after nbgrader started: nothing is scored."""
+
+
+def fingerprint(folders: Iterable[str | os.PathLike[str]]) -> dict[str, str]:
+    """Return the SHA-256 of every ``.py`` file under ``folders``, by path.
+
+    The files the course's grader protects too (its ``Course``): the code
+    that runs a submission and judges it.
+    """
+    found = {}
+    for folder in folders:
+        for path in sorted(Path(folder).rglob("*.py")):
+            if "__pycache__" not in path.parts:
+                found[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def _is_test_cell(cell: Any) -> bool:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return (cell.get("cell_type") == "code" and bool(meta.get("grade"))
+            and not meta.get("solution") and "grade_id" in meta)
+
+
+class CourseScores(LoggingConfigurable):
+    """Replace the test cells' outputs with the course's grader's scores.
+
+    An nbgrader preprocessor (a callable ``(nb, resources) -> (nb,
+    resources)``) for ``c.Autograde.autograde_preprocessors``, right after
+    ``Execute``. Test cells that the course's grader does not score (no
+    ``check_panel("<topic>.<name>", f)`` call) keep nbgrader's own outputs.
+    """
+
+    python = Unicode(
+        "python3", help="The course's Python: where JAX and the course are."
+    ).tag(config=True)
+    path = List(
+        Unicode(), help="Folders put first on PYTHONPATH for the course's side: "
+        "those of the course that wrote the config, whatever else is installed."
+    ).tag(config=True)
+    timeout = Float(
+        300.0, help="Seconds for one notebook in the course's grader."
+    ).tag(config=True)
+    memory_mb = Integer(
+        4096, help="Memory limit of the notebook's process, in MB; 0 for none."
+    ).tag(config=True)
+    # nbconvert sets this on every preprocessor it registers.
+    enabled = Bool(True)
+
+    # What the course's files were when :meth:`watch` was called (when
+    # nbgrader loaded its config, before any notebook ran); empty: not watched.
+    _baseline: ClassVar[dict[str, dict[str, str]]] = {}
+
+    @classmethod
+    def watch(cls, folders: Iterable[str | os.PathLike[str]]) -> None:
+        """Remember the course's files now, to refuse scoring once they change.
+
+        Called from ``nbgrader_config.py``, which nbgrader reads when it
+        starts (sometimes twice), before it runs any notebook.
+        """
+        cls._baseline = {str(f): fingerprint([f]) for f in folders}
+
+    def _check_course(self) -> None:
+        changed = []
+        for folder, before in self._baseline.items():
+            now = fingerprint([folder])
+            changed += sorted(p for p in {*before, *now} if before.get(p) != now.get(p))
+        if changed:
+            raise CourseChangedError(
+                f"the course's files changed after nbgrader started "
+                f"({', '.join(changed[:5])}{', ...' if len(changed) > 5 else ''}): "
+                "nbgrader runs every notebook with your rights, so a submission "
+                "graded since may have written them. Put them back (git status, "
+                "git checkout), then autograde again; if you changed them "
+                "yourself, restart nbgrader.")
+
+    def __call__(self, nb: Any, resources: dict) -> tuple[Any, dict]:
+        """Score ``nb``'s test cells with the course's grader; see the class."""
+        return self.preprocess(nb, resources)
+
+    def preprocess(self, nb: Any, resources: dict) -> tuple[Any, dict]:
+        """Score ``nb``'s test cells with the course's grader; see the class.
+
+        Raises
+        ------
+        CourseChangedError
+            If the course's files changed since :meth:`watch`.
+        RuntimeError
+            If this runs before nbgrader executed the notebook, or the
+            course's grader failed (not the notebook: a notebook that
+            crashes or hangs is scored zero, with the reason).
+        """
+        tests = [c for c in nb.cells if _is_test_cell(c)]
+        if not tests or resources.get(_SCORED):
+            return nb, resources
+        if all(c.get("execution_count") is None
+               for c in nb.cells if c.cell_type == "code"):
+            # Before nbgrader's Execute, whose outputs would replace ours.
+            raise RuntimeError(
+                "CourseScores must come after Execute in "
+                "c.Autograde.autograde_preprocessors")
+        self._check_course()
+        report = self._grade(nb)
+        for cell in tests:
+            found = report["cells"].get(cell.metadata.nbgrader["grade_id"])
+            if found is None:
+                continue
+            points = float(cell.metadata.nbgrader["points"])
+            # Never above the cell's points, which nbgrader refuses; rounded
+            # so that the text is short.
+            score = min(round(float(found["fraction"]) * points, 6), points)
+            cell.outputs = [nbformat.v4.new_output(
+                "execute_result", execution_count=cell.get("execution_count"),
+                data={"text/plain": repr(score), "text/markdown": found["markdown"]})]
+        self.log.info("The course's grader scored %d test cells (%s) in a fresh "
+                      "process; their outputs in the kernel were replaced",
+                      len(report["cells"]), report["status"])
+        resources[_SCORED] = True
+        return nb, resources
+
+    def _grade(self, nb: Any) -> dict:
+        """Run the course's side on ``nb`` in a private folder; return its report."""
+        source = copy.deepcopy(nb)
+        for cell in source.cells:
+            if cell.cell_type == "code":
+                # The grader reads the source only; the kernel's outputs stay out.
+                cell.outputs, cell.execution_count = [], None
+        with tempfile.TemporaryDirectory(prefix="jaxcourse-nbgrader-") as folder:
+            notebook = Path(folder) / "submission.ipynb"
+            out = Path(folder) / "scores.json"
+            nbformat.write(source, notebook)
+            command = [self.python, "-m", COURSE_MODULE, str(notebook), "--out",
+                       str(out), "--timeout", f"{self.timeout:g}",
+                       "--memory-mb", str(self.memory_mb)]
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join(
+                [*self.path, *filter(None, [env.get("PYTHONPATH")])])
+            try:
+                done = subprocess.run(command, cwd=folder, env=env,
+                                      capture_output=True, text=True,
+                                      stdin=subprocess.DEVNULL,
+                                      timeout=self.timeout + _OVERHEAD)
+            except (OSError, subprocess.TimeoutExpired) as err:
+                raise RuntimeError(f"the course's grader did not run: {err}") from None
+            if done.returncode != 0 or not out.is_file():
+                tail = (done.stderr or done.stdout).strip()[-2000:]
+                raise RuntimeError(
+                    f"the course's grader failed (exit {done.returncode}): {tail}")
+            return json.loads(out.read_text(encoding="utf-8"))
