@@ -368,8 +368,8 @@ register(
         hints=[
             "Run x @ w first and read the error: the product would be split by "
             "rows (from x) and by columns (from w) over the same mesh axis, and "
-            "one axis cannot split two dimensions. One of the two operands must "
-            "be whole on every device before the product.",
+            "one axis cannot split two dimensions. The simplest way out makes one "
+            "of the two operands whole on every device before the product.",
             "jax.reshard(a, P()) makes a whole on every device (an all-gather); "
             "each device then receives the (n - 1)/n of a it did not hold. "
             "Gathering x and gathering w both give the right values: which "
