@@ -43,6 +43,7 @@ import psutil
 __all__ = [
     "TAG_ENV",
     "become_subreaper",
+    "reap_adopted",
     "descendants",
     "end_tree",
     "new_tag",
@@ -79,6 +80,36 @@ def become_subreaper(on: bool = True) -> bool:
         return libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+def reap_adopted(before: Iterable[int]) -> list[int]:
+    """Collect the exit status of orphans adopted while this was a subreaper.
+
+    An orphan that dies after :func:`end_tree` last looked stays a zombie
+    child of this process until someone waits for it, and nobody else will:
+    :mod:`subprocess` waits only for the processes it started.
+
+    Parameters
+    ----------
+    before : iterable of int
+        The pids of this process's children before it became a subreaper
+        (the caller's own, which their owners wait for).
+
+    Returns
+    -------
+    list of int
+        The pids collected.
+    """
+    mine = set(before)
+    collected = []
+    for child in psutil.Process().children():
+        if child.pid in mine:
+            continue
+        with contextlib.suppress(psutil.Error, ChildProcessError, OSError):
+            if child.status() == psutil.STATUS_ZOMBIE and os.waitpid(
+                    child.pid, os.WNOHANG)[0] == child.pid:
+                collected.append(child.pid)
+    return collected
 
 
 def tagged(tag: str) -> list[psutil.Process]:

@@ -5,6 +5,7 @@ only what changed; the wall around each submission, and the refusal without it."
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import hashlib
 import json
 import shutil
@@ -255,6 +256,16 @@ def _cluster_for_slurm_tests(request: pytest.FixtureRequest) -> bool:
     return True
 
 
+def _zombies() -> list[int]:
+    """This process's descendants that ended and were never waited for."""
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if child.status() == psutil.STATUS_ZOMBIE:
+                found.append(child.pid)
+    return found
+
+
 @pytest.fixture(scope="module")
 def graded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
            canary: Path) -> dict:
@@ -280,15 +291,19 @@ def graded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
             slurm_base = tmp_path_factory.mktemp("slurm-class")
             slurm_course = _course(slurm_base, folders[0].parent)
             on_slurm = pool.submit(_grade_on_slurm, slurm_base, slurm_course)
+        zombies_before = _zombies()
         started = time.perf_counter()
         rows = grading.grade([submissions], chapter=CHAPTER, exercises=IDS,
                              timeout=TIMEOUT, case_time_limit=10, memory_mb=3000,
                              jobs=2, out_dir=out, course=folders)
         seconds = time.perf_counter() - started
+        # The walls' inner processes, adopted while grading, were collected:
+        # left as zombies, they would be this process's children for good.
+        zombies = sorted(set(_zombies()) - set(zombies_before))
     # (Leaving the pool waited for the Slurm run: its sleepers count too.)
     return {"rows": rows, "out": out, "submissions": submissions,
             "folders": folders, "before": before, "seconds": seconds,
-            "leftover": _sleepers(), "on_slurm": on_slurm,
+            "leftover": _sleepers(), "zombies": zombies, "on_slurm": on_slurm,
             "environment_unchanged": _environment() == environment,
             "submissions_unchanged": _folder_digest(submissions) == notebooks,
             "home": {"canary": CANARY.is_file(), "planted": PLANTED.exists(),
@@ -349,6 +364,7 @@ class TestGradingAClass:
 
     def test_no_process_is_left_and_nothing_outside_changed(self, graded) -> None:
         assert graded["leftover"] == []
+        assert graded["zombies"] == []
         assert _fingerprint(graded["folders"]) == graded["before"]
         # Nothing reached the course, so nothing had to be restored.
         assert not (graded["out"] / "jaxcourse-course-changes").exists()

@@ -45,9 +45,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import psutil
+
 from jaxcourse import CourseError
 from jaxcourse.data.store import sha256_file
-from jaxcourse.processes import become_subreaper
+from jaxcourse.processes import become_subreaper, reap_adopted
 
 from . import isolation
 from .answers import notebook_answers
@@ -262,12 +264,16 @@ def grade(
         # While submissions run, their orphans (double forks, nohup) become our
         # children, not init's, so that they remain in reach. Only then: a
         # caller's own orphans (a browser's helpers, say) are not ours to keep.
+        own = {child.pid for child in psutil.Process().children()}
         become_subreaper()
         try:
             _grade_all(todo, digests, results, rows_file, ids, language, jobs,
                        timeout, memory_mb, case_time_limit, folders, course,
                        sandbox)
         finally:
+            # Adopted orphans that died last (a wall's inner process) would
+            # stay zombies of the caller's process: collect them first.
+            reap_adopted(own)
             become_subreaper(False)
     # Each answer as the notebook writes it, for the class's flags: read here
     # from the file, so a row graded now, on Slurm or by an earlier run has it.
