@@ -6,7 +6,7 @@ export JAX_COURSE_VENV := $(VENV)
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
 .PHONY: setup self data test test-fast lint light book lab exercises release bench clean \
-	cluster cluster-stop
+	cluster cluster-stop hub hub-stop
 
 setup:  ## create the environment, install everything, provision the data
 	bash scripts/setup.sh
@@ -54,6 +54,17 @@ cluster: self  ## start the course's single-machine Slurm cluster (installs Slur
 
 cluster-stop:  ## stop the course's Slurm cluster (only the daemons it started)
 	bash scripts/cluster.sh stop
+
+# A class on a local JupyterHub (127.0.0.1, state in ~/.jax-course/hub): a
+# teacher and three students, chapter 3's class release behind an nbgitpuller
+# link, collection and grading from the teacher's notebook
+# (book/for_teachers.md, "Rehearsing on a local JupyterHub").
+HUB_PORT ?= 8765
+hub: self  ## start a local JupyterHub with a teacher, three students and chapter 3's release; prints the link
+	$(PY) -m jaxcourse.hub start --port $(HUB_PORT)
+
+hub-stop:  ## stop the local JupyterHub and every process it started (nothing else)
+	$(PY) -m jaxcourse.hub stop
 
 book: self  ## build the HTML book from the stored outputs
 	bash scripts/fetch_widget_js.sh

@@ -13,8 +13,9 @@ NBGRADER_VENV="${JAX_COURSE_NBGRADER_VENV:-$HOME/.jax-course/venv-nbgrader}"
 # start a system-wide Slurm that the course uses: it runs its own daemons.
 # bubblewrap: the wall the grader runs each submission in (read-only files,
 # no network); without it the grader refuses unless told --no-sandbox.
+# fortunes-min: the text corpus of the transformer chapter (jaxcourse/data/corpus.py).
 APT_PACKAGES=(dataset-fashion-mnist openmpi-bin fonts-noto-cjk chromium chromium-driver
-              slurmctld slurmd slurm-client munge bubblewrap)
+              slurmctld slurmd slurm-client munge bubblewrap fortunes-min)
 
 # shellcheck source=scripts/pins.sh
 source "$here/scripts/pins.sh"
@@ -60,6 +61,24 @@ step "nbgrader environment: $NBGRADER_VENV"
 install_pins "$NBGRADER_VENV" "$here/scripts/nbgrader-requirements.txt" \
   "nbgrader's pinned packages"
 
+step "JupyterHub's proxy: configurable-http-proxy (npm), for make hub"
+# npm's package, pinned, in the course's folder (never in the clone); Debian's
+# nodejs and npm where no npm is installed. Only a warning when it cannot be
+# installed: learners never need it; make hub says what is missing.
+PROXY_DIR="${JAX_COURSE_PROXY_DIR:-$HOME/.jax-course/proxy}"
+PROXY_VERSION=5.3.0
+if [ "$("$PROXY_DIR/node_modules/.bin/configurable-http-proxy" --version 2>/dev/null)" = "$PROXY_VERSION" ]; then
+  echo "configurable-http-proxy $PROXY_VERSION: already installed"
+else
+  command -v npm >/dev/null 2>&1 || install_debs nodejs npm \
+    || echo "warning: npm is not installed and could not be (nodejs, npm)." >&2
+  if command -v npm >/dev/null 2>&1; then
+    npm install --silent --no-audit --no-fund --prefix "$PROXY_DIR" \
+      "configurable-http-proxy@$PROXY_VERSION" \
+      || echo "warning: npm could not install configurable-http-proxy; make hub needs it." >&2
+  fi
+fi
+
 step "The grader's sandbox (bubblewrap)"
 # Only a warning: learners never need it; a teacher grading here does (a
 # kernel or container that forbids user namespaces says so here, not later).
@@ -69,8 +88,16 @@ reason = unavailable_reason()
 print("bubblewrap walls submissions in" if reason is None else
       f"warning: the grader cannot wall submissions in here: {reason}")'
 
-step "Offline dataset"
+step "Offline dataset and text corpus"
 "$VENV/bin/python" -m jaxcourse.data
+
+step "OpenCC's Taiwan dictionaries, as text (the zh-Hant editions and their lint)"
+# Written once per OpenCC version into ~/.jax-course/cache, so that converting
+# and linting start no process afterwards (make test-fast starts none).
+"$VENV/bin/python" -c '
+from jaxcourse.i18n.words import DICTIONARIES, dictionary_text
+for name in DICTIONARIES:
+    print(dictionary_text(name))'
 
 step "Compilation cache: the reference answers' programs, compiled ahead"
 # Only saves the learner's first Check time: never a reason to fail the setup.

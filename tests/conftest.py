@@ -151,8 +151,10 @@ def _is_slow(item: pytest.Item) -> bool:
 # test_slurm expects an empty queue.
 SLURM_FILES = ("tests/test_grading.py", "tests/test_grading_borrowed.py",
                "tests/test_slurm.py", "book/07_multiprocess.ipynb")
-# Both browser tests drive Chromium and a local server; one at a time.
-BROWSER_FILES = ("tests/test_book_browser.py", "tests/test_lab_browser.py")
+# The browser tests drive Chromium and a local server (the hub's, a JupyterHub);
+# one at a time.
+BROWSER_FILES = ("tests/test_book_browser.py", "tests/test_lab_browser.py",
+                 "tests/test_hub_browser.py")
 ROOT = Path(__file__).resolve().parents[1]
 # The groups that take longest (seconds on a 2-core machine, from a run's
 # --durations): xdist hands groups out in collection order, so the long ones
@@ -160,9 +162,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # here is short; the numbers only order, they limit nothing.
 GROUP_SECONDS = {
     "slurm": 400, "tests/test_exercise_contract.py": 310,
-    "tests/test_release.py": 200, "browser": 170,
+    "tests/test_release.py": 200, "browser": 290,
     "tests/test_references.py": 130, "book/01_mlp.ipynb": 105,
-    "book/02_torch_data.ipynb": 105, "tests/test_data.py": 60,
+    "book/02_torch_data.ipynb": 105, "tests/test_transformer.py": 200,
+    "tests/test_data.py": 60,
     "tests/test_nbgrader.py": 60, "book/08_dp_zh.ipynb": 50,
     "book/08_dp_zh_hans.ipynb": 50, "tests/test_launch.py": 45,
     "tests/test_exercises_notebooks.py": 40, "book/04_sharding.ipynb": 35,
