@@ -8,6 +8,7 @@ that module registers its exercises here.
 from __future__ import annotations
 
 import functools
+import json
 import os
 from pathlib import Path, PurePath
 
@@ -81,24 +82,69 @@ def get(exercise_id: str) -> Exercise:
 def reading_language() -> str | None:
     """Return the language the learner reads the course in, where it is known.
 
-    :data:`READING_LANGUAGE_ENV` when set; otherwise the folder of the
-    notebook this kernel runs (JupyterLab and Notebook tell a kernel its
-    notebook's path in ``JPY_SESSION_NAME``): an edition under ``zh_hans/``
-    or ``zh_hant/`` answers in its language. None elsewhere (Colab, a
-    script, the grader): each exercise then speaks its chapter's language.
+    :data:`READING_LANGUAGE_ENV` when set; otherwise what the notebook this
+    kernel runs says (JupyterLab and Notebook tell a kernel its notebook's
+    path in ``JPY_SESSION_NAME``): first its own metadata (an edition's
+    ``jaxcourse.language``, :mod:`jaxcourse.i18n`), which travels with a copy
+    saved anywhere, then its folder (an edition under ``zh_hans/`` or
+    ``zh_hant/``). None elsewhere (Colab, a script, the grader): each
+    exercise then speaks its chapter's language.
     """
+    from ..messages import LANGUAGES
+
     explicit = os.environ.get(READING_LANGUAGE_ENV)
     if explicit:
-        from ..messages import LANGUAGES
-
         if explicit not in LANGUAGES:
             raise ValueError(f"{READING_LANGUAGE_ENV} must be one of {LANGUAGES}, "
                              f"not {explicit!r}")
         return explicit
-    for part in PurePath(os.environ.get("JPY_SESSION_NAME", "")).parts:
+    session = os.environ.get("JPY_SESSION_NAME", "")
+    if not session:
+        return None
+    own = _notebook_language(_notebook_file(session))
+    if own in LANGUAGES:
+        return own
+    for part in PurePath(session).parts:
         if part in EDITION_FOLDERS:
             return EDITION_FOLDERS[part]
     return None
+
+
+def _notebook_file(session: str) -> Path:
+    """Return the notebook file that ``JPY_SESSION_NAME`` names.
+
+    Jupyter Server gives the file's absolute path; an older server gives its
+    path from the server's root, and starts the kernel in the notebook's
+    folder, where its bare name is then found.
+    """
+    path = Path(session)
+    return path if path.is_absolute() else Path.cwd() / path.name
+
+
+def _notebook_language(path: Path) -> str | None:
+    """Return the ``jaxcourse.language`` of the notebook at ``path``, or None.
+
+    Read again only when the file changes (a Check asks at every call, and a
+    stored notebook is megabytes of outputs). A file that is missing, renamed
+    since the kernel started, or not a notebook gives None: never an error.
+    """
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return _metadata_language(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _metadata_language(path: str, mtime_ns: int, size: int) -> str | None:
+    del mtime_ns, size  # part of the cache's key only: a saved change is read again
+    try:
+        with open(path, encoding="utf-8") as file:
+            metadata = json.load(file).get("metadata", {})
+        language = metadata.get("jaxcourse", {}).get("language")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return language if isinstance(language, str) else None
 
 
 def _edition(exercise: Exercise, language: str) -> Exercise:

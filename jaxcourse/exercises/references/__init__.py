@@ -284,27 +284,28 @@ def _name(value: Any) -> str:
     return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))
 
 
-def _signature(exercise: Exercise, texts: bool = True) -> str:
+def _signature(exercise: Exercise) -> str:
     """Return a digest of what decides the observations: functions and cases.
 
     The module's own digest already covers an edited exercise; this tells
     apart another exercise registered under the same id (a test's, say).
-    Tolerances and dtype policies are left out: judging reads them live.
-    With ``texts=False`` the id, the cases' descriptions and the mistakes'
-    messages are left out too: an exercise and its edition in another
-    language (:mod:`jaxcourse.exercises.editions`) then have the same digest,
-    and the same observations, stored once (``"same_as"``).
+    Tolerances and dtype policies are left out: judging reads them live. So
+    are the texts (the id, the cases' descriptions, the mistakes' messages),
+    which change no observation: an exercise's editions in other languages
+    (:mod:`jaxcourse.exercises.editions`), whether built when a Chinese
+    notebook asks for the English id or registered under their own, have its
+    digest, and so read its stored observations (``"same_as"`` for the latter).
     """
-    parts: list[Any] = [exercise.id if texts else "", _name(exercise.reference)]
+    parts: list[Any] = [_name(exercise.reference)]
     for case in exercise.cases:
         parts.append([
-            case.description if texts else "", case.transform, case.seed,
-            case.argnums, _name(case.in_axes), list(case.sizes), _name(case.inputs),
-            _name(case.extract), _name(case.runner),
+            case.transform, case.seed, case.argnums, _name(case.in_axes),
+            list(case.sizes), _name(case.inputs), _name(case.extract),
+            _name(case.runner),
             sorted((str(k), _name(v)) for k, v in case.kwargs.items()),
         ])
     for mistake in exercise.mistakes:
-        parts.append([mistake.message if texts else "", _name(mistake.function)])
+        parts.append(_name(mistake.function))
     text = json.dumps(parts, ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -139,7 +139,7 @@ def compute_store(module_name: str) -> str:
     entries: dict[str, dict] = {}
     computed: dict[str, str] = {}  # functions-and-cases digest -> exercise id
     for exercise in _exercises_of(module_name):
-        twin = computed.setdefault(_signature(exercise, texts=False), exercise.id)
+        twin = computed.setdefault(_signature(exercise), exercise.id)
         if twin != exercise.id:
             # An edition of an exercise computed above: the same observations.
             entries[exercise.id] = {"signature": _signature(exercise), "same_as": twin}
