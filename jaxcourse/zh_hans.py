@@ -32,6 +32,10 @@ explicit rewrites (:data:`CODE_REWRITES`) point the edition at its own
 exercises (``dp_zh_hans.*``), its Simplified-Chinese font and its explorer
 language.
 
+The Simplified glossary ends with the Simplified edition's style sheet
+(:data:`STYLE_FILE`, :func:`style_sheet`): one name for each thing, which
+``python -m jaxcourse.i18n --lint`` checks in every Simplified edition.
+
 Outputs are not converted: a notebook whose sources changed is written with
 its outputs cleared and must be executed
 (``python scripts/run_notebook.py <notebook>``), after which nbval checks it
@@ -63,6 +67,7 @@ __all__ = [
     "CJK",
     "CODE_REWRITES",
     "PAIRS",
+    "STYLE_FILE",
     "TERMS_FILE",
     "TEXT_REWRITES",
     "TEXT_TABLES",
@@ -76,6 +81,7 @@ __all__ = [
     "out_of_date",
     "report_stale",
     "splice",
+    "style_sheet",
     "terms",
     "texts_table",
     "through_table",
@@ -83,6 +89,13 @@ __all__ = [
 
 ROOT = Path(__file__).resolve().parents[1]
 TERMS_FILE = ROOT / "book" / "glossary_zh_terms.tsv"
+#: The Simplified edition's style sheet (one name for each thing), shown at the
+#: end of the Simplified glossary and checked by ``python -m jaxcourse.i18n
+#: --lint``: concept TAB the course's form TAB its variants (a regular
+#: expression) TAB why.
+STYLE_FILE = ROOT / "book" / "glossary_zh_hans_style.tsv"
+#: Heading of the style sheet's section in the Simplified glossary.
+STYLE_HEADING = "## 简体中文版的用语规范"
 #: (master, generated) paths, relative to the repository root.
 PAIRS: tuple[tuple[str, str], ...] = (
     ("book/08_dp_zh.ipynb", "book/08_dp_zh_hans.ipynb"),
@@ -120,7 +133,9 @@ TEXT_REWRITES: tuple[tuple[str, str], ...] = (
 EDITION_NOTE = (
     "\n\n> 简体中文版：本页由繁体中文（台湾用语）的原文自动生成"
     "（`python -m jaxcourse.zh_hans`：OpenCC 的台湾到大陆用语转换，"
-    "加上课程的术语表 `book/glossary_zh_terms.tsv`）。"
+    "加上课程的术语表 `book/glossary_zh_terms.tsv`）。JupyterLab 本身的菜单默认是"
+    "英文：课程的安装脚本装好了中文语言包，在 JupyterLab 4 中选择 Settings → "
+    "Language → 中文（简体，中国），页面重新载入后即为简体中文。"
 )
 #: (topic, edition): the topic whose exercises' texts the edition's table
 #: translates, and the edition's topic key (its table: ``<edition>_texts.json``
@@ -279,7 +294,25 @@ def _render(master: str, target: Path, root: Path) -> str | nbformat.NotebookNod
         previous = nbformat.read(target, as_version=4) if target.exists() else None
         return convert_notebook(nbformat.read(path, as_version=4), previous)
     text = path.read_text(encoding="utf-8")
-    return _rewrite(convert_text(text), TEXT_REWRITES)
+    text = _rewrite(convert_text(text), TEXT_REWRITES)
+    if master == "book/glossary_zh.md":
+        # The course's style sheet, as the term table is the course's (ROOT).
+        text = text.rstrip("\n") + "\n\n" + style_sheet()
+    return text
+
+
+def style_sheet(path: Path = STYLE_FILE) -> str:
+    """Return the Simplified style sheet as a Markdown section of the glossary."""
+    lines = [STYLE_HEADING, "",
+             "简体中文版（第 1–8 章及其练习）对下列事物只用一种写法；"
+             "`python -m jaxcourse.i18n --lint` 会检查各版本中是否出现了其他写法。", "",
+             "| 事物 | 本课程的写法 | 不用的写法（正则表达式） |", "|---|---|---|"]
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            concept, form, variants, *_ = line.split("\t")
+            variants = variants.replace("|", "\\|")
+            lines.append(f"| {concept} | {form} | `{variants}` |")
+    return "\n".join(lines) + "\n"
 
 
 def texts_table(topic: str) -> tuple[Path, str]:

@@ -127,15 +127,16 @@ def test_convert_code_touches_only_chinese_comments_and_strings() -> None:
     out = zh_hans.convert_code(source)
     assert out == (
         'def 資料(x):  # 数据并行\n'
-        '    return f"{x} 台设备", "device", 記憶體\n'
+        '    return f"{x} 个设备", "device", 記憶體\n'
     )
 
 
 def test_term_table_wins_over_opencc() -> None:
     assert zh_hans.convert_text("預設的平行行程") == "默认的并行进程"
     assert zh_hans.convert_text("中文字型") == "中文字体"
-    # Taiwan's 列 is a row: mainland's 行.
-    assert zh_hans.convert_text("每臺裝置一列") == "每台设备一行"
+    # Taiwan's 列 is a row: mainland's 行; devices are counted with 个 (the
+    # Simplified style sheet).
+    assert zh_hans.convert_text("每臺裝置一列") == "每个设备一行"
 
 
 def test_messages_in_simplified_chinese_are_generated() -> None:

@@ -5,16 +5,21 @@ Usage::
     python -m jaxcourse.i18n             # merge the English in, write the editions
     python -m jaxcourse.i18n --check     # exit 1 if a catalog or edition is stale
     python -m jaxcourse.i18n --coverage  # translated, stale, missing per catalog
-    python -m jaxcourse.i18n --lint      # translations keep code, math and links
+    python -m jaxcourse.i18n --lint      # code, math, links; regional usage; style
 
 One translation, two scripts. The Simplified-Chinese text is written by people
 in one gettext catalog per notebook family (``book/locales/zh_Hans/LC_MESSAGES/``:
 ``01_mlp.po`` for the chapter, ``01_mlp_exercises.po`` for its solution and
 student notebooks), which Poedit, Weblate, Babel and ``sphinx-intl`` read. The
 Traditional-Chinese (Taiwan) text is generated from it: the course's term table
-(:data:`TERMS_FILE`, mainland term, Taiwan term) first, then OpenCC's
-Simplified-to-Taiwan phrase conversion (``s2twp``), the reverse of chapter 8's
-pipeline (:mod:`jaxcourse.zh_hans`).
+(:data:`TERMS_FILE`, mainland term, Taiwan term) applied to whole words (jieba
+cuts the sentence: :mod:`.words`), then OpenCC's Simplified-to-Taiwan phrase
+conversion (``s2twp``), the reverse of chapter 8's pipeline
+(:mod:`jaxcourse.zh_hans`). A Taiwan reader's corrections are reviewed
+overrides in ``book/locales/zh_Hant/LC_MESSAGES/`` (:mod:`.overrides`), which
+go stale when the Simplified text they corrected changes. The lint also checks
+the editions for the other region's words and the Simplified style sheet
+(:mod:`.usage`).
 
 ======================================  ===========================================
 master (English)                        generated editions (and ``zh_hant/``)
@@ -43,8 +48,10 @@ labels translated and drawn in the edition's CJK font, at the PNG's size.
 The package's modules follow its concerns, each importing only those before
 it: :mod:`.layout` (the families, their catalogs and their editions' paths),
 :mod:`.figures` (a figure's labels), :mod:`.catalogs` (reading, merging and
-writing the ``.po`` files), :mod:`.editions` (writing the editions),
-:mod:`.reports` (coverage and lint) and :mod:`.cli` (the command line). The
+writing the ``.po`` files), :mod:`.words` (Simplified to Taiwan, word by word),
+:mod:`.overrides` (reviewed zh-Hant corrections), :mod:`.editions` (writing
+the editions), :mod:`.usage` (regional usage, style sheet), :mod:`.reports`
+(coverage and lint) and :mod:`.cli` (the command line). The
 Chinese-script machinery both directions share (the term table, OpenCC, CJK
 text in code) is :mod:`jaxcourse.zh_hans`'s. Everything is re-exported here,
 so ``from jaxcourse import i18n`` gives the whole of it.
@@ -59,7 +66,6 @@ from .editions import (
     code_of,
     edition,
     out_of_date,
-    to_hant,
     write,
 )
 from .figures import FIGURE_FONTS
@@ -74,15 +80,28 @@ from .layout import (
     edition_path,
     families,
 )
+from .overrides import OVERRIDE_DIR, STALE_NOTE, merged_overrides, override_path
 from .reports import coverage, coverage_text, lint, lint_entry
+from .usage import (
+    STYLE_FILE,
+    USAGE_FILE,
+    regional_words,
+    style_findings,
+    usage_findings,
+)
+from .words import to_hant
 
 __all__ = [
     "CATALOG_DIR",
     "EDITIONS",
     "FIGURE",
     "FIGURE_FONTS",
+    "OVERRIDE_DIR",
+    "STALE_NOTE",
+    "STYLE_FILE",
     "TERMS_FILE",
     "UNTRANSLATED",
+    "USAGE_FILE",
     "Family",
     "code_of",
     "coverage",
@@ -94,7 +113,12 @@ __all__ = [
     "lint_entry",
     "main",
     "merged",
+    "merged_overrides",
+    "override_path",
+    "regional_words",
+    "style_findings",
     "out_of_date",
     "to_hant",
+    "usage_findings",
     "write",
 ]

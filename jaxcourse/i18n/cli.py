@@ -3,7 +3,9 @@
 Without a flag it merges the English into the catalogs and writes the editions
 (:func:`.editions.write`); ``--check`` only says which of them are out of date,
 ``--coverage`` prints :func:`.reports.coverage`'s table and ``--lint [CATALOG
-...]`` :func:`.reports.lint`'s findings, exiting 1 if there are any.
+...]`` :func:`.reports.lint`'s findings (without a catalog, also the editions'
+regional usage and the Simplified style sheet's, :mod:`.usage`), exiting 1 if
+there are any.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import argparse
 from ..zh_hans import report_stale
 from .editions import out_of_date, write
 from .reports import coverage, coverage_text, lint
+from .usage import style_findings, usage_findings
 
 #: What ``--help`` says the command is for.
 DESCRIPTION = ("Chinese editions of the English chapters and their exercises, "
@@ -29,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--coverage", action="store_true",
                        help="print translated, stale and missing entries per catalog")
     group.add_argument("--lint", nargs="*", metavar="CATALOG",
-                       help="check that translations keep code, math, links, headings")
+                       help="check that translations keep code, math, links, headings "
+                            "(and, without CATALOG, regional usage and style)")
     args = parser.parse_args(argv)
     if args.check:
         return report_stale(out_of_date(), "python -m jaxcourse.i18n")
@@ -39,6 +43,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.lint is not None:
         problems = lint(names=args.lint or None)
         print("\n".join(problems) or "every translation keeps its code, math and links")
+        if not args.lint:  # the editions as a whole: regional usage, style sheet
+            usage = [line for lines in usage_findings().values() for line in lines]
+            style = style_findings()
+            print("\n".join(usage) or "zh-Hant writes as Taiwan does, zh-Hans as the "
+                  "mainland does")
+            print("\n".join(style) or "zh-Hans follows its style sheet")
+            problems += usage + style
         return 1 if problems else 0
     for name in write():
         print(f"wrote {name}")

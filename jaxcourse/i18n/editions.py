@@ -23,7 +23,7 @@ from pathlib import Path
 
 import nbformat
 
-from ..zh_hans import CJK, opencc_converter, splice, terms, through_table
+from ..zh_hans import splice
 from .catalogs import _comments, _exercise_texts, _text, merged
 from .figures import _translate_figure
 from .layout import (
@@ -31,11 +31,12 @@ from .layout import (
     EDITIONS,
     EXERCISE,
     ROOT,
-    TERMS_FILE,
     Family,
     edition_path,
     families,
 )
+from .overrides import STALE_NOTE, merged_overrides, overridden, override_path
+from .words import to_hant
 
 #: Shown under a cell whose translation is missing or stale.
 UNTRANSLATED = {
@@ -49,45 +50,44 @@ EDITION_NOTE = {
         "重新运行验证），只有图中的文字译成了中文；译文来自 `book/locales/zh_Hans/` "
         "的消息目录（`python -m jaxcourse.i18n`）。在 Colab 中打开时，请先运行 "
         "`%env JAX_COURSE_LANGUAGE=zh-Hans`，练习面板才会使用简体中文"
-        "（JupyterLab 会自动识别）。"
+        "（JupyterLab 会自动识别）。JupyterLab 本身的菜单默认是英文：课程的安装脚本"
+        "装好了中文语言包，在 JupyterLab 4 中选择 Settings → Language → "
+        "中文（简体，中国），页面重新载入后即为简体中文。"
     ),
     "zh-Hant": (
         "\n\n> 本頁是英文版的繁體中文（臺灣）版，由簡體中文譯文經 OpenCC 與課程的"
         "術語表轉換而成。程式碼和輸出與英文版完全相同（輸出已在英文版上重新執行"
         "驗證；`python -m jaxcourse.i18n`），只有圖中的文字譯成了中文。在 Colab "
         "中開啟時，請先執行 `%env JAX_COURSE_LANGUAGE=zh-Hant`，練習面板才會使用"
-        "繁體中文（JupyterLab 會自動辨識）。"
+        "繁體中文（JupyterLab 會自動辨識）。JupyterLab 本身的選單預設是英文：課程的"
+        "安裝指令碼已裝好中文語言套件，在 JupyterLab 4 中選擇 Settings → Language → "
+        "中文（繁體，臺灣），頁面重新載入後即為繁體中文。"
     ),
 }
 
 
-def to_hant(text: str) -> str:
-    """Convert Simplified-Chinese (mainland) text to Traditional (Taiwan).
+def _translations(po, language: str, overrides=None
+                  ) -> dict[tuple[str | None, str], str]:
+    """Return (context, English) -> the text in ``language``.
 
-    The term table's entries become placeholders, OpenCC's ``s2twp`` converts
-    the rest, then the placeholders become the table's Taiwan terms. Code spans
-    and fenced code are left as they are.
+    A zh-Hant text is the reviewed override where one is in force, else the
+    generated one (under :data:`.overrides.STALE_NOTE` for a Markdown cell
+    whose override is stale).
     """
-    if not CJK.search(text):
-        return text
-    parts = re.split(r"(```.*?```|`(?:[^`\n]|\n(?!\s*\n))*`)", text, flags=re.S)
-    table = terms(TERMS_FILE)
-    out = []
-    for k, part in enumerate(parts):
-        if k % 2 or not CJK.search(part):
-            out.append(part)
-            continue
-        s2twp = opencc_converter("s2twp", "the zh-Hant edition")
-        out.append(through_table(part, table, s2twp.convert))
-    return "".join(out)
-
-
-def _translations(po, language: str) -> dict[tuple[str | None, str], str]:
+    current, stale = overridden(overrides)
     done = {}
     for e in po:
         if e.obsolete or not e.msgstr or "fuzzy" in e.flags:
             continue
-        text = e.msgstr if language == "zh-Hans" else to_hant(e.msgstr)
+        key = (e.msgctxt, e.msgstr)
+        if language == "zh-Hans":
+            text = e.msgstr
+        elif key in current:
+            text = current[key]
+        else:
+            text = to_hant(e.msgstr)
+            if key in stale and e.msgctxt is None:
+                text = f"{STALE_NOTE}\n\n{text}"
         done[(e.msgctxt, e.msgid)] = text
     return done
 
@@ -136,14 +136,15 @@ def _relink(text: str, master: str, language: str) -> str:
     return _LINK.sub(move, text)
 
 
-def edition(master: nbformat.NotebookNode, po, language: str, path: str | None = None
-            ) -> nbformat.NotebookNode:
+def edition(master: nbformat.NotebookNode, po, language: str, path: str | None = None,
+            overrides=None) -> nbformat.NotebookNode:
     """Return ``master`` in ``language``: prose from ``po``, code and outputs its own.
 
     ``path`` (the master's, relative to the root) lets relative links lead to
-    the pages of the same edition.
+    the pages of the same edition; ``overrides`` (:mod:`.overrides`) are the
+    reviewed zh-Hant corrections.
     """
-    done = _translations(po, language)
+    done = _translations(po, language, overrides)
     nb = copy.deepcopy(master)
     for cell in nb.cells:
         if cell.cell_type == "markdown" and cell.source.strip():
@@ -169,7 +170,8 @@ def code_of(nb: nbformat.NotebookNode) -> list[str]:
             for cell in nb.cells if cell.cell_type == "code"]
 
 
-def _texts_table(family: Family, po, language: str) -> tuple[str, str]:
+def _texts_table(family: Family, po, language: str, overrides=None
+                 ) -> tuple[str, str]:
     """Where the topic's table of exercise texts in ``language`` goes, and its JSON.
 
     The exercise panels of an edition read it (:func:`registry.get`): each
@@ -179,7 +181,7 @@ def _texts_table(family: Family, po, language: str) -> tuple[str, str]:
     from .. import course
     from ..exercises.registry import _REGISTRY
 
-    done = _translations(po, language)
+    done = _translations(po, language, overrides)
     table = {}
     for exercise_id, _, texts in _exercise_texts(family):
         for text in texts:
@@ -199,14 +201,18 @@ def _render(family: Family, root: Path = ROOT) -> dict[str, str]:
     """Every file ``family`` owns (its catalog, its editions) and its text."""
     po = merged(family, root)
     files = {str(family.catalog.relative_to(ROOT)): _text(po)}
+    overrides = merged_overrides(family, po, root)
+    if overrides is not None:
+        where = override_path(family, root).relative_to(root).as_posix()
+        files[where] = _text(overrides)
     for master in family.masters:
         nb = nbformat.read(root / master, as_version=4)
         for language in EDITIONS:
-            text = nbformat.writes(edition(nb, po, language, master)) + "\n"
+            text = nbformat.writes(edition(nb, po, language, master, overrides)) + "\n"
             files[edition_path(master, language)] = text
     if family.topic:
         for language in EDITIONS:
-            path, text = _texts_table(family, po, language)
+            path, text = _texts_table(family, po, language, overrides)
             files[path] = text
     return files
 

@@ -73,16 +73,16 @@ TEXTS: dict[str, str] = {
     "transposed": "两个轴似乎对调了",
     # 对学习者编译后程序的量测（judging._measured）。
     "measured_collectives": "编译后的程序含有 {got}，其实 {expected} 就够了",
-    "measured_bytes": "编译后的程序里每台设备送出 {got} 字节，"
+    "measured_bytes": "编译后的程序里每个设备送出 {got} 字节，"
     "是足够的 {expected} 字节的 {ratio} 倍",
-    "measured_share": "一台设备做了 {got} 的工作，其实可以只做 {expected}",
+    "measured_share": "一个设备做了 {got} 的工作，其实可以只做 {expected}",
     "count_of": "{n} 个 {name}",
     "no_collective": "没有集体运算",
     "layout_split": "数组被切成 {got}，预期是 {expected}",
     "layout_elsewhere": "切出的片段没错（{pieces}），但放在别的设备上："
     "网格轴的顺序反了吗？",
     "layout_pieces": "第 {dim} 维 {n} 块",
-    "layout_whole": "一整块（每台设备都持有全部）",
+    "layout_whole": "一整块（每个设备都持有全部）",
     "no_shard_map": "你的函数里没有 jax.shard_map：编译器也许能算出正确的值，"
     "但这道练习要你自己写出逐设备的程序和它的集体运算",
     "shard_map_not_needed": "你的函数用了 jax.shard_map，而这里要的是编译器自己的切分",
@@ -99,7 +99,7 @@ TEXTS: dict[str, str] = {
     "pattern_negatives": "正值都对，但负值没有被设为零：是不是漏了 relu"
     "（或与 0 取最大值）？",
     "pattern_first_block": "沿第 0 轴的 {n} 个元素中，前 {k} 个正确，"
-    "其余都错：是不是只算了第一台设备的区块，或其他区块没有收集回来？",
+    "其余都错：是不是只算了第一个设备的区块，或其他区块没有收集回来？",
     "echoed_input": "它原封不动地返回了第 {arg} 个参数：算出的结果有返回吗？",
     "reduced_axis": "形状是某个输入沿第 {got} 轴归约后的形状，"
     "预期是沿第 {expected} 轴：轴选错了吗？",
@@ -167,10 +167,10 @@ TEXTS: dict[str, str] = {
     "sharding_operation": "运算",
     "sharding_piece": "1 块，形状 {shape}，{where}",
     "sharding_pieces": "{n} 块，形状 {shape}，{where}",
-    "sharding_one_device": "每块在一台设备上",
-    "sharding_copies": "每块存放在 {copies} 台设备上",
+    "sharding_one_device": "每块在一个设备上",
+    "sharding_copies": "每块存放在 {copies} 个设备上",
     "sharding_where": "CPU {ids}：第 0 维 {rows}，第 1 维 {columns}",
-    "sharding_local": "{operation}：不需通信（每台设备计算自己的那块）",
+    "sharding_local": "{operation}：不需通信（每个设备计算自己的那块）",
     "sharding_communicates": "{operation}：需要通信（{collectives}）",
     "sharding_invalid": "{spec} 在这里不是有效的配置：{error}",
     "sharding_layout": "{spec} 在 {mesh} 网格上：{layout}",
@@ -178,25 +178,25 @@ TEXTS: dict[str, str] = {
     "配置与其通信随之更新。",
     "collective": "集体运算",
     "devices": "设备数",
-    "collective_entries": "每台设备的元素数",
-    "collective_problem": "{name} 在 {n} 台设备上会把每个区块切成 {n} 等份："
+    "collective_entries": "每个设备的元素数",
+    "collective_problem": "{name} 在 {n} 个设备上会把每个区块切成 {n} 等份："
     "区块长度必须是 {n} 的倍数，而 {length} 不是",
-    "collective_head": "{name} 跨 {n} 台设备，每块 {length} 个 float32（{size} "
+    "collective_head": "{name} 跨 {n} 个设备，每块 {length} 个 float32（{size} "
     "字节）",
     "collective_compiled": "编译成：{collectives}",
     "collective_none": "没有集体运算",
     "collective_matches": "与集体运算的 NumPy 模型一致：{answer}",
     "yes": "是",
     "no": "否",
-    "collective_sends": "每台设备约送出 {sent} 字节（{blocks:g} 块，单向环）",
+    "collective_sends": "每个设备约送出 {sent} 字节（{blocks:g} 块，单向环）",
     "collective_device": "设备 {d}：{before} -> {after}",
     "collective_more": "，…（共 {n} 个）",
-    "collective_text": "集体运算探索器：选择集体运算、设备数与每台设备的元素数；"
-    "每台设备前后的区块、编译出的集体运算与送出的字节随之更新。",
+    "collective_text": "集体运算探索器：选择集体运算、设备数与每个设备的元素数；"
+    "每个设备前后的区块、编译出的集体运算与送出的字节随之更新。",
     "split_processes": "进程数",
     "split_devices": "每个进程的设备数",
     "split_batch": "全局批次",
-    "split_problem": "{batch} 条无法平均分给 {devices} 台设备（{processes} 个进程 "
+    "split_problem": "{batch} 条无法平均分给 {devices} 个设备（{processes} 个进程 "
     "× {per_process}）：jax.make_array_from_process_local_data 会拒绝这个批次。"
     "请用 {devices} 的倍数：减到 {lower} 条，或补到 {upper} "
     "条（并遮罩补上的那几条）。",
@@ -206,32 +206,32 @@ TEXTS: dict[str, str] = {
     "split_head_position": "网格位置",
     "split_head_holds": "持有的条",
     "split_rows": "第 {start}:{stop} 条",
-    "split_summary": "每个进程加载 {per_process} 条；每台设备持有 {per_device} "
+    "split_summary": "每个进程加载 {per_process} 条；每个设备持有 {per_device} "
     "条。",
     "split_legend": "进程 {p}",
     "split_xlabel": "全局批次的第几条（共 {batch} 条）",
     "split_text": "批次切分探索器：选择进程数、每个进程的设备数与全局批次大小；"
-    "每台设备持有的条数随之更新。",
+    "每个设备持有的条数随之更新。",
     "dp_name": "数据并行探索器",
     "dp_devices": "设备数",
-    "dp_per_device": "每台设备的批次",
+    "dp_per_device": "每个设备的批次",
     "dp_collective": "集体运算",
     "dp_axes_both": "psum(x, (\"i\", \"j\"))：跨两个轴",
-    "dp_axes_j": "psum(x, \"j\")：只跨每台设备内",
+    "dp_axes_j": "psum(x, \"j\")：只跨每个设备内",
     "dp_axes_i": "psum(x, \"i\")：只跨设备之间",
     "dp_axes_none": "不用 psum（x / x）",
     "dp_device_k": "设备 {k}",
-    "dp_xlabel": "每台设备上的第几条（vmap 的轴 \"j\"）",
+    "dp_xlabel": "每个设备上的第几条（vmap 的轴 \"j\"）",
     "dp_title": "归一化之后的值：全部的总和 = {total}",
     "dp_no_sum": "不求和",
     "dp_psum_over": "psum 跨 {axes}",
     "dp_more": "，…",
-    "dp_summary": "<b>全局批次</b> = {d} 台设备 × 每台 {b} 条 = {n} 条<br><b>"
-    "切给设备后的图像</b>：({n}, 28, 28) → {images}；每台设备拿到 {shard}<br><b>"
-    "{axes}</b>：每台设备上的总和 [{sums}]，全部的总和 {total}（结果分布在 {on} "
-    "台设备上）",
-    "dp_text": "数据并行探索器：改变设备数、每台设备的批次或 psum 的轴，"
-    "看全局批次、每台设备的形状与总和。",
+    "dp_summary": "<b>全局批次</b> = {d} 个设备 × 每台 {b} 条 = {n} 条<br><b>"
+    "切给设备后的图像</b>：({n}, 28, 28) → {images}；每个设备拿到 {shard}<br><b>"
+    "{axes}</b>：每个设备上的总和 [{sums}]，全部的总和 {total}（结果分布在 {on} "
+    "个设备上）",
+    "dp_text": "数据并行探索器：改变设备数、每个设备的批次或 psum 的轴，"
+    "看全局批次、每个设备的形状与总和。",
     "grading_empty": "文件是空的",
     "grading_not_json": "文件不是 JSON（{why}）",
     "grading_not_notebook": "文件是 JSON 但不是笔记本（{why}）",
@@ -265,13 +265,13 @@ TEXTS: dict[str, str] = {
     "draw_before": "之前",
     "draw_after": "之后",
     "draw_device": "设备",
-    "draw_title_psum": "psum：每台设备都得到所有区块的和",
-    "draw_title_all_gather": "all_gather（tiled）：每台设备依序得到所有区块",
+    "draw_title_psum": "psum：每个设备都得到所有区块的和",
+    "draw_title_all_gather": "all_gather（tiled）：每个设备依序得到所有区块",
     "draw_title_psum_scatter": "psum_scatter（tiled）：设备 d 得到和的第"
                               " d 片",
     "draw_title_all_to_all": "all_to_all（tiled）：设备 d 得到每个区块的"
                             "第 d 片",
-    "draw_title_ppermute": "ppermute：每台设备 d 把自己的区块送给设备 d {"
+    "draw_title_ppermute": "ppermute：每个设备 d 把自己的区块送给设备 d {"
                           "sign} {shift}（mod n）",
     "layout_width": "宽度 d",
     "layout_layers": "区块数",

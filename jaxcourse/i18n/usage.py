@@ -1,0 +1,269 @@
+"""Regional usage in the Chinese editions: Taiwan words in zh-Hant, mainland in zh-Hans.
+
+Two lints read the prose of every edition notebook (chapters 1-7 in both
+scripts, chapter 8 and its Simplified edition) and their exercises' texts:
+
+- :func:`usage_findings`: a mainland-only word in zh-Hant, or a Taiwan-only
+  word in zh-Hans. The words come from OpenCC's own Taiwan dictionaries
+  (``TWPhrases``: a mainland phrase and its Taiwan forms; ``TWVariants``:
+  glyphs Taiwan writes otherwise), the course's term table and the course's
+  list (:data:`USAGE_FILE`), which also holds the allowlist: phrases in which
+  a listed word is right (文件 meaning documentation in Taiwan).
+- :func:`style_findings`: a variant the Simplified style sheet
+  (:data:`STYLE_FILE`) rules out, e.g. 台设备 where the course writes 个设备.
+
+Prose is a Markdown cell without its code spans, fences, math, links' targets
+and HTML; a code cell's comments and the Chinese string literals; an exercise
+text. Code, identifiers and outputs are left out.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import json
+import re
+import tokenize
+from pathlib import Path
+
+import nbformat
+
+from ..zh_hans import CJK, STYLE_FILE, code_tokens, opencc_converter, terms
+from .figures import _SVG_TEXT
+from .layout import EDITIONS, ROOT, TERMS_FILE, edition_path, families
+from .words import _tokenizer, opencc_dictionary, straddles, word_spans
+
+#: The course's own regional words and allowlist: kind TAB word TAB preferred
+#: TAB why; kind is ``mainland`` (not in zh-Hant), ``taiwan`` (not in
+#: zh-Hans), ``allow-hant`` / ``allow-hans`` (a phrase in which listed words
+#: are right), ``ignore-hant`` / ``ignore-hans`` (a dictionary word not linted).
+USAGE_FILE = ROOT / "book" / "glossary_zh_usage.tsv"
+
+#: A Taiwan form the mainland writes fewer times than this in jieba's word
+#: frequencies (built from mainland text) is Taiwan-only.
+RARE_ON_THE_MAINLAND = 100
+
+_CODE = re.compile(
+    r"```.*?```|`(?:[^`\n]|\n(?!\s*\n))+`|\$\$.+?\$\$|\$(?:[^$\n]|\n(?!\s*\n))+\$"
+    r"|\]\([^)]*\)|<[^>]+>|https?://\S+", re.S)
+
+
+def _rows(path: Path) -> list[list[str]]:
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            rows.append(line.split("\t"))
+    return rows
+
+
+@functools.cache
+def regional_words(language: str) -> dict[str, str]:
+    """Return the words ``language``'s edition must not use, each with its fix.
+
+    zh-Hant: OpenCC's mainland phrases that Taiwan does not write (in
+    Traditional glyphs), its non-Taiwan glyph variants, the term table's
+    mainland terms and the course's ``mainland`` rows. zh-Hans: the Taiwan
+    forms of those, in Simplified glyphs, and the course's ``taiwan`` rows.
+    The course's ``ignore-`` rows are left out.
+    """
+    s2t = opencc_converter("s2t", "the usage lint")
+    t2s = opencc_converter("t2s", "the usage lint")
+    course = _rows(USAGE_FILE)
+    table = terms(TERMS_FILE)
+    found: dict[str, str] = {}
+    if language == "zh-Hant":
+        for name in ("TWPhrases", "TWVariants"):
+            for key, values in opencc_dictionary(name).items():
+                if key not in values:
+                    found[key] = values[0]
+        # A mainland term that is also a Taiwan term of another row (按列:
+        # mainland "by columns", Taiwan "by rows") is no mistake in itself.
+        taiwan_terms = {taiwan for _, taiwan in table}
+        for mainland, taiwan in table:
+            old = s2t.convert(mainland)
+            if (CJK.search(old) and old not in taiwan and old not in taiwan_terms
+                    and old != s2t.convert(taiwan)):
+                found.setdefault(old, taiwan)
+        kind = "mainland"
+    else:
+        # OpenCC's Taiwan forms, where the mainland rarely writes them: jieba's
+        # dictionary (word frequencies of mainland text) is the judge.
+        frequency = _tokenizer().FREQ
+        mainland_terms = {mainland for mainland, _ in table}
+        candidates = [(t2s.convert(value), t2s.convert(key))
+                      for key, values in opencc_dictionary("TWPhrases").items()
+                      if key not in values for value in values]
+        candidates += [(t2s.convert(taiwan), mainland) for mainland, taiwan in table]
+        for new, fix in candidates:
+            if (CJK.search(new) and new not in fix and new not in mainland_terms
+                    and _rare(new, frequency)):
+                found.setdefault(new, fix)
+        kind = "taiwan"
+    for row in course:
+        if row[0] == kind:
+            found[row[1]] = row[2]
+    ignored = {row[1] for row in course if row[0] == f"ignore-{_short(language)}"}
+    return {w: fix for w, fix in found.items() if w not in ignored and len(w) > 0}
+
+
+def _rare(word: str, frequency: dict) -> bool:
+    """Whether the mainland rarely writes ``word`` (by jieba's frequencies).
+
+    A phrase jieba does not know is rare only if one of its words is, or if
+    it falls apart into single characters (快取): 出错时 is 出错 and 时.
+    """
+    if (frequency.get(word) or 0) >= RARE_ON_THE_MAINLAND:
+        return False
+    if word in frequency:
+        return True
+    parts = list(_tokenizer().cut(word, HMM=False))
+    if all(len(p) == 1 for p in parts):
+        return True
+    return any(len(p) > 1 and (frequency.get(p) or 0) < RARE_ON_THE_MAINLAND
+               for p in parts)
+
+
+def _short(language: str) -> str:
+    return EDITIONS[language].split("_")[1]
+
+
+@functools.cache
+def _allowed(language: str) -> tuple[str, ...]:
+    """Return the phrases in which no word is linted.
+
+    They are the allowlist and the table's own terms in ``language`` (演算法
+    holds 算法; 陣列 is no mistake in zh-Hant).
+    """
+    kind = f"allow-{_short(language)}"
+    phrases = {row[1] for row in _rows(USAGE_FILE) if row[0] == kind}
+    column = 1 if language == "zh-Hant" else 0
+    phrases.update(row[column] for row in terms(TERMS_FILE)
+                   if len(row[column]) > 1 and CJK.search(row[column]))
+    return tuple(sorted(phrases, key=len, reverse=True))
+
+
+def prose_of(text: str) -> str:
+    """Return Markdown ``text`` without its code, math, link targets and HTML."""
+    return _CODE.sub(" ", text)
+
+
+def _code_prose(source: str) -> list[str]:
+    found = []
+    for tok in code_tokens(source):
+        if tok.type == tokenize.COMMENT or (tok.type == tokenize.STRING
+                                            and CJK.search(tok.string)):
+            found.append(tok.string)
+    return found
+
+
+def _figure_labels(cell: dict) -> list[str]:
+    """Return the labels of a code cell's translated figures (its SVG outputs)."""
+    found = []
+    for output in cell.get("outputs", []):
+        svg = output.get("data", {}).get("image/svg+xml")
+        if isinstance(svg, list):
+            svg = "".join(svg)
+        if svg:
+            found.extend(html.unescape(m.group(2)) for m in _SVG_TEXT.finditer(svg))
+    return [label for label in found if CJK.search(label)]
+
+
+def edition_texts(root: Path = ROOT) -> dict[str, list[tuple[str, str]]]:
+    """Return, per language, (where, prose) for every edition's text."""
+    from .. import course
+
+    notebooks: dict[str, list[str]] = {language: [] for language in EDITIONS}
+    for family in families():
+        for master in family.masters:
+            for language in EDITIONS:
+                notebooks[language].append(edition_path(master, language))
+    for topic in course.topics():
+        if topic.language in EDITIONS:
+            notebooks[topic.language].extend(
+                p for p in (topic.chapter, topic.exercises, topic.student) if p)
+    texts: dict[str, list[tuple[str, str]]] = {language: [] for language in EDITIONS}
+    for language, paths in notebooks.items():
+        for path in dict.fromkeys(paths):
+            if not (root / path).is_file():
+                continue
+            nb = nbformat.read(root / path, as_version=4)
+            for cell in nb.cells:
+                where = f"{path}:{cell.get('id', '')}"
+                if cell.cell_type == "markdown":
+                    texts[language].append((where, prose_of(cell.source)))
+                elif cell.cell_type == "code":
+                    texts[language].extend((where, t) for t in _code_prose(cell.source))
+                    texts[language].extend((where, t) for t in _figure_labels(cell))
+        # The tables sit beside the topics' modules: found through the
+        # manifest, never by the content package's name.
+        folders = {Path(course.load(topic.key).__file__).resolve().parent
+                   for topic in course.topics()}
+        tables = {t for folder in folders
+                  for t in folder.glob(f"*_{EDITIONS[language]}_texts.json")}
+        for table in sorted(tables):
+            for english, text in json.loads(table.read_text(encoding="utf-8")).items():
+                where = f"{table.parent.name}/{table.name}: {english[:30]!r}"
+                texts[language].append((where, prose_of(text)))
+    return texts
+
+
+def _scan(text: str, words: dict[str, str], allowed: tuple[str, ...]
+          ) -> list[tuple[str, str]]:
+    """Return each listed word of ``text`` (and its fix) outside allowed phrases.
+
+    A match that a word of the sentence straddles (快取 in 更快|取决于, 线上 in
+    曲线|上) is no use of the word: jieba cuts the sentence (a Traditional one
+    through its Simplified glyphs, when they keep its length).
+    """
+    for phrase in allowed:
+        text = text.replace(phrase, "\u3000" * len(phrase))
+    spans = None
+    found = []
+    longest = max(map(len, words))
+    i = 0
+    while i < len(text):
+        for n in range(min(longest, len(text) - i), 0, -1):
+            word = text[i:i + n]
+            if word in words and spans is None:  # cut only a text with a hit
+                simplified = opencc_converter("t2s", "the usage lint").convert(text)
+                spans = word_spans(simplified) if len(simplified) == len(text) else ()
+            if word in words and not straddles((i, i + n), spans):
+                found.append((word, words[word]))
+                i += n - 1
+                break
+        i += 1
+    return found
+
+
+def usage_findings(root: Path = ROOT) -> dict[str, list[str]]:
+    """Return, per language, a line per word the other region's usage put there."""
+    out: dict[str, list[str]] = {}
+    for language, texts in edition_texts(root).items():
+        words = regional_words(language)
+        allowed = _allowed(language)
+        lines = []
+        for where, text in texts:
+            if not CJK.search(text):
+                continue
+            for word, fix in _scan(text, words, allowed):
+                lines.append(f"{language} {where}: {word} (write {fix})")
+        out[language] = lines
+    return out
+
+
+@functools.cache
+def style_rules() -> list[tuple[str, str, re.Pattern]]:
+    """Return the style sheet's (concept, the course's form, variants' pattern)."""
+    return [(concept, form, re.compile(variants))
+            for concept, form, variants, *_ in _rows(STYLE_FILE)]
+
+
+def style_findings(root: Path = ROOT) -> list[str]:
+    """Return a line per variant of the Simplified style sheet in a zh-Hans text."""
+    lines = []
+    for where, text in edition_texts(root)["zh-Hans"]:
+        for concept, form, pattern in style_rules():
+            for m in pattern.finditer(text):
+                lines.append(f"zh-Hans {where}: {m.group(0)!r} "
+                             f"({concept}: write {form})")
+    return lines
