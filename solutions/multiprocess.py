@@ -2,7 +2,8 @@
 
 Importing this module registers the exercises ``multiprocess.process_rows``,
 ``multiprocess.common_num_steps``, ``multiprocess.sum_metrics``,
-``multiprocess.run_epoch`` and ``multiprocess.global_batch`` with
+``multiprocess.run_epoch``, ``multiprocess.global_batch``,
+``multiprocess.epoch_records`` and ``multiprocess.seconds_to_end`` with
 :mod:`jaxcourse.exercises`: their references, cases, hints and known mistakes.
 
 How each answer is run as several processes would run it is the part of
@@ -25,6 +26,7 @@ import numpy as np
 from jaxcourse.exercises import Case, Exercise, Mistake, register
 from jaxcourse.numerics import FLOAT32_ROUNDOFF
 from solutions.multiprocess_checks import (
+    every_failure,
     every_process,
     global_values,
     in_one_process,
@@ -39,6 +41,23 @@ from solutions.multiprocess_harness import (
     not_relaunched,
     prepare_global_batch,
     prepare_run_epoch,
+)
+from solutions.multiprocess_mistakes import (
+    _end_crash_at_the_barrier,
+    _end_finish_never,
+    _end_kill_always_at_once,
+    _end_raise_exits_at_once,
+    _end_timeouts_swapped,
+    _records_not_shuffled,
+    _records_rows_of_the_whole_order,
+    _records_same_every_epoch,
+    _records_seed_plus_epoch,
+    _records_whole_batch,
+    _rows_ceil,
+    _rows_ignoring_remainder,
+    _rows_inclusive,
+    _rows_interleaved,
+    _rows_rest_to_last,
 )
 
 CHAPTER = "07_multiprocess"
@@ -103,6 +122,32 @@ def global_batch(local_batch, max_len, sharding):
     return jax.make_array_from_process_local_data(sharding, padded, global_shape)
 
 
+def epoch_records(seed, epoch, step, num_records, batch_size, rows):
+    """Return the records this process loads for global batch ``step`` of ``epoch``.
+
+    Every process draws the same permutation of all the records, from the
+    shared seed and the epoch alone; the global batch is its ``step``-th block
+    of ``batch_size``, and this process loads the rows ``rows`` of that block
+    (the rows its devices hold under the sharding).
+    """
+    order = np.random.default_rng([seed, epoch]).permutation(num_records)
+    return order[step * batch_size:(step + 1) * batch_size][rows]
+
+
+def seconds_to_end(how, hook, kill_on_bad_exit, heartbeat_timeout, shutdown_timeout):
+    """Return how long after process 2 fails the other processes are ended.
+
+    A process that is gone at once (a crash, or an exception under the
+    course's hook) exits with an error: ``--kill-on-bad-exit`` ends the step
+    then, and without it the coordinator misses its heartbeats. A process
+    that raised without the hook, or finished early, waits at the shutdown
+    barrier, which fails after ``shutdown_timeout``.
+    """
+    if how == "crash" or (how == "raise" and hook):
+        return 0.0 if kill_on_bad_exit else float(heartbeat_timeout)
+    return float(shutdown_timeout)
+
+
 # --------------------------------------------------------------------------
 # Checker specs
 # --------------------------------------------------------------------------
@@ -120,30 +165,6 @@ def _random_rows(seed: int) -> Case:
     return Case(f"the rows of every process for a random record and process "
                 f"count (seed {seed})", inputs, runner=every_process, seed=seed,
                 dtype="kind")
-
-
-def _rows_ignoring_remainder(n, index, count):
-    per = n // count
-    return np.arange(index * per, (index + 1) * per)
-
-
-def _rows_interleaved(n, index, count):
-    return np.arange(index, n, count)
-
-
-def _rows_rest_to_last(n, index, count):
-    per = n // count
-    stop = n if index == count - 1 else (index + 1) * per
-    return np.arange(index * per, stop)
-
-
-def _rows_ceil(n, index, count):
-    per = -(-n // count)
-    return np.arange(min(index * per, n), min((index + 1) * per, n))
-
-
-def _rows_inclusive(n, index, count):
-    return np.array_split(np.arange(n + 1), count)[index]
 
 
 def _steps_case(sizes: list[int], batch: int) -> Case:
@@ -278,6 +299,24 @@ def _global_inputs(rng: np.random.Generator) -> tuple:
     return (GLOBAL_SCENARIOS,)
 
 
+def _records_case(description: str, args: tuple) -> Case:
+    return Case(description, lambda rng: args, dtype="kind")
+
+
+def _random_records(seed: int) -> Case:
+    def inputs(rng: np.random.Generator) -> tuple:
+        batch = 4 * int(rng.integers(2, 9))
+        steps = int(rng.integers(2, 6))
+        quarter = int(rng.integers(0, 4)) * batch // 4
+        records = steps * batch + int(rng.integers(0, batch))  # a remainder too
+        return (int(rng.integers(0, 2**31)), int(rng.integers(0, 10)),
+                int(rng.integers(0, steps)), records, batch,
+                slice(quarter, quarter + batch // 4))
+
+    return Case(f"random seed, epoch, step and sizes, a quarter of each global "
+                f"batch (seed {seed})", inputs, seed=seed, dtype="kind")
+
+
 register(
     Exercise(
         id="multiprocess.process_rows",
@@ -306,8 +345,9 @@ register(
             Mistake("the last num_records % process_count records are never loaded: "
                     "hand the leftovers out, one each to the first processes",
                     _rows_ignoring_remainder),
-            Mistake("the rows are interleaved (strided); each process must load one "
-                    "contiguous block, in process order", _rows_interleaved),
+            Mistake("the rows are interleaved (strided): a valid split for training "
+                    "too, but this exercise asks for one contiguous block per "
+                    "process, process 0's first", _rows_interleaved),
             Mistake("the last process gets all the leftovers, so the shares differ "
                     "by more than one: give one each to the first processes",
                     _rows_rest_to_last),
@@ -469,6 +509,87 @@ register(
                     "then reads its data as the whole array and keeps only its "
                     "slice of it. The global batch has the rows of every process",
                     _global_shape_of_one_process),
+        ],
+    ),
+    Exercise(
+        id="multiprocess.epoch_records",
+        title="Each process's records, epoch after epoch",
+        chapter=CHAPTER,
+        reference=epoch_records,
+        cases=[
+            _records_case("the chapter's epochs.py: seed 2026, epoch 0, step 0, 48 "
+                          "records in global batches of 16, rows 4 to 8 (process 1)",
+                          (2026, 0, 0, 48, 16, slice(4, 8))),
+            _records_case("the same step in epoch 1",
+                          (2026, 1, 0, 48, 16, slice(4, 8))),
+            _records_case("seed 7, epoch 2, step 3: 100 records in global batches of "
+                          "20, rows 15 to 20", (7, 2, 3, 100, 20, slice(15, 20))),
+            _random_records(8),
+            _random_records(9),
+        ],
+        hints=[
+            "np.random.default_rng([seed, epoch]) makes one generator from both "
+            "numbers, the same in every process; its .permutation(n) shuffles "
+            "0 .. n-1.",
+            "The global batch of step s is the block of the permutation from s * "
+            "batch_size to (s + 1) * batch_size.",
+            "rows are positions within one global batch: index the step's block "
+            "with them, not the whole permutation.",
+        ],
+        mistakes=[
+            Mistake("the order ignores the epoch, so every epoch repeats the same "
+                    "order: seed the generator with [seed, epoch]",
+                    _records_same_every_epoch),
+            Mistake("seed + epoch gives run 2's epoch 0 the order of run 1's epoch "
+                    "1: seed the generator with the pair [seed, epoch]",
+                    _records_seed_plus_epoch),
+            Mistake("these are this process's rows of the whole permutation; take "
+                    "them from the step's global batch",
+                    _records_rows_of_the_whole_order),
+            Mistake("this is the whole global batch: this process loads only the "
+                    "rows `rows` of it", _records_whole_batch),
+            Mistake("the records are not shuffled: draw the epoch's permutation first",
+                    _records_not_shuffled),
+        ],
+    ),
+    Exercise(
+        id="multiprocess.seconds_to_end",
+        title="What ends a failed step, and when",
+        chapter=CHAPTER,
+        reference=seconds_to_end,
+        cases=[
+            Case("the chapter's ending.py: heartbeat timeout 3 s, shutdown timeout "
+                 "5 s (every failure, with and without the hook and the option)",
+                 lambda rng: (3, 5), runner=every_failure, dtype="any"),
+            Case("JAX's defaults: heartbeat timeout 100 s, shutdown timeout 300 s",
+                 lambda rng: (100, 300), runner=every_failure, dtype="any"),
+        ],
+        hints=[
+            "First ask whether process 2 is gone at once, with an error: a crash "
+            "always is, and so is an exception when the hook calls os._exit(1).",
+            "A process that is gone: --kill-on-bad-exit ends the others at once; "
+            "without it, the coordinator notices the missing heartbeats after "
+            "heartbeat_timeout.",
+            "A process still alive (an exception without the hook, or done early "
+            "with exit code 0) waits at the shutdown barrier, which fails after "
+            "shutdown_timeout, whatever srun's options.",
+        ],
+        mistakes=[
+            Mistake("--kill-on-bad-exit acts only on a task that has exited with an "
+                    "error: one waiting at the shutdown barrier has not exited, and "
+                    "one that finished exited with 0", _end_kill_always_at_once),
+            Mistake("without the hook, a process that raised does not exit: its "
+                    "exit handler waits at the shutdown barrier",
+                    _end_raise_exits_at_once),
+            Mistake("a crashed process never reaches the shutdown barrier: the "
+                    "coordinator notices its missing heartbeats",
+                    _end_crash_at_the_barrier),
+            Mistake("the two timeouts are swapped: heartbeat_timeout is for a "
+                    "process that vanished, shutdown_timeout for one waiting to "
+                    "exit", _end_timeouts_swapped),
+            Mistake("a process that finished early waits at the shutdown barrier, "
+                    "which fails after shutdown_timeout and ends every process",
+                    _end_finish_never),
         ],
     ),
 )

@@ -55,6 +55,28 @@ def every_process(function: Callable, num_records: int, process_count: int) -> t
                  for p in range(process_count))
 
 
+#: The failures of chapter 7's ``ending.py``, with or without the course's
+#: exception hook and srun's ``--kill-on-bad-exit``, in the order
+#: :func:`every_failure` asks about them.
+FAILURES = tuple((how, hook, kill) for how in ("raise", "crash", "finish")
+                 for hook in (False, True) for kill in (False, True))
+
+
+def every_failure(function: Callable, heartbeat_timeout: float,
+                  shutdown_timeout: float) -> dict:
+    """Call ``seconds_to_end``-like ``function`` for every failure of :data:`FAILURES`.
+
+    Returns a dict keyed by the failure in words (``"raise, hook,
+    kill-on-bad-exit"``), so that the feedback says which one is wrong.
+    """
+    out = {}
+    for how, hook, kill in FAILURES:
+        key = ", ".join([how, "hook" if hook else "no hook",
+                         "kill-on-bad-exit" if kill else "no kill-on-bad-exit"])
+        out[key] = float(function(how, hook, kill, heartbeat_timeout, shutdown_timeout))
+    return out
+
+
 def _indices(out: Any) -> Any:
     if isinstance(out, (list, tuple)):
         # An empty list has no dtype of its own: it holds no index, of any type.

@@ -62,6 +62,18 @@ def test_srun_labels_split_the_output_by_task() -> None:
     assert lines.flush() == []
 
 
+def test_a_long_line_that_srun_relays_in_pieces_is_joined() -> None:
+    # srun --label relays a line of 1500 characters as 1024 + 476, each piece
+    # labelled (seen with Slurm 22.05); a long JSON line must come back whole.
+    lines = SrunLines()
+    long = "a" * 1500
+    assert lines.feed(f"1: {long[:1024]}") == []
+    assert lines.feed("0: short") == [(0, "stdout", "short")]  # another task between
+    assert lines.feed(f"1: {long[1024:]}") == [(1, "stdout", long)]
+    assert lines.feed(f"2: {'b' * 1024}") == []
+    assert lines.flush() == [(2, "stdout", "b" * 1024)]  # never ended: kept
+
+
 def test_the_configuration_stays_in_the_course_folder(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv(slurm.DIR_ENV, str(tmp_path / "slurm"))
     c = slurm.cluster()
@@ -76,6 +88,10 @@ def test_the_configuration_stays_in_the_course_folder(tmp_path, monkeypatch) -> 
     assert "NodeName=node1 NodeAddr=127.0.0.1" in text
     assert "NodeName=node2 NodeAddr=127.0.0.2" in text
     assert "CommunicationParameters=NoInAddrAny" in text
+    # Chapter 7's preemption: `urgent` jobs requeue the `course` jobs in their way.
+    assert "PreemptType=preempt/partition_prio" in text
+    assert "PreemptMode=REQUEUE" in text
+    assert re.search(r"^PartitionName=urgent .*PriorityTier=2", text, re.M)
 
 
 def test_no_slurm_is_one_clear_line(tmp_path, monkeypatch) -> None:
@@ -341,4 +357,4 @@ def test_the_chapter_skips_its_slurm_cells_without_slurm(tmp_path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0].startswith(
         "Slurm cells skipped: Slurm is not installed here (sbatch, srun")
-    assert lines[1:] == ["skipped: no Slurm cluster (see above)"] * 6
+    assert lines[1:] == ["skipped: no Slurm cluster (see above)"] * 8

@@ -89,26 +89,44 @@ class MpiLines:
         return done
 
 
+#: srun relays a task's line in pieces of at most this many characters, each
+#: with its own label: a piece of exactly this length is continued by the
+#: task's next one (Slurm 22.05; a line of exactly 1024 characters is taken
+#: for a piece too, and joined to the next).
+SRUN_PIECE = 1024
+
+
 class SrunLines:
     """Split ``srun --label`` output by task: ``"2: text"`` is rank 2's line.
 
-    Unlike mpirun, srun relays whole lines, each on the stream (stdout or
-    stderr) the task wrote it to. A line without a label is srun's own and is
-    shown as rank 0's.
+    Unlike mpirun, srun relays lines, each on the stream (stdout or stderr)
+    the task wrote it to; a line longer than :data:`SRUN_PIECE` characters
+    arrives in pieces, which are joined again here. A line without a label is
+    srun's own and is shown as rank 0's.
     """
 
     _LABEL = re.compile(r"^\s*(\d+): ?(.*)$")
 
+    def __init__(self) -> None:
+        self._pieces: dict[tuple[int, str], str] = {}  # a line not yet ended
+
     def feed(self, line: str, stream: str = "stdout") -> list[tuple[int, str, str]]:
-        """Return the ``(rank, stream, line)`` that ``line`` holds."""
+        """Return the ``(rank, stream, line)`` that ``line`` completes (or none)."""
         hit = self._LABEL.match(line)
         if hit is None:
             return [(0, "stderr", line)]
-        return [(int(hit[1]), stream, hit[2])]
+        rank, text = int(hit[1]), hit[2]
+        text = self._pieces.pop((rank, stream), "") + text
+        if len(hit[2]) == SRUN_PIECE:
+            self._pieces[(rank, stream)] = text
+            return []
+        return [(rank, stream, text)]
 
     def flush(self) -> list[tuple[int, str, str]]:
-        """Nothing is left over: srun relays whole lines."""
-        return []
+        """Return the pieces of lines that never got their end."""
+        left = [(rank, stream, text) for (rank, stream), text in self._pieces.items()]
+        self._pieces.clear()
+        return left
 
 
 class GlooFilter:

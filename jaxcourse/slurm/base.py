@@ -27,6 +27,7 @@ __all__ = [
     "DIR_ENV",
     "MARK_ENV",
     "PARTITION",
+    "URGENT",
     "Cluster",
     "SlurmError",
     "SlurmTimeoutError",
@@ -44,6 +45,9 @@ MARK_ENV = "JAX_COURSE_SLURM"
 CLIENTS = ("sbatch", "srun", "squeue", "sinfo", "scontrol", "scancel", "sacct")
 DAEMONS = ("munged", "slurmctld", "slurmd")
 PARTITION = "course"
+#: A second partition on the same nodes whose jobs preempt those of
+#: :data:`PARTITION` (chapter 7's preemption and requeue).
+URGENT = "urgent"
 
 
 class SlurmError(CourseError):

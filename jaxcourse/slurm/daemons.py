@@ -27,6 +27,7 @@ import psutil
 from jaxcourse.slurm.base import (
     MARK_ENV,
     PARTITION,
+    URGENT,
     Cluster,
     SlurmError,
     SlurmTimeoutError,
@@ -113,8 +114,15 @@ JobCompLoc={c.jobs_log}
 MinJobAge=600
 # A cancelled task gets SIGTERM, then SIGKILL 5 s later (default 30 s).
 KillWait=5
+# A job of the partition `urgent` preempts the jobs of `course` it needs the
+# nodes of: they get SIGTERM (JAX's preemption notice), SIGKILL KillWait
+# later, and go back to the queue. (A GraceTime would give them longer, but
+# slurmctld checks it only every 30 s or so.)
+PreemptType=preempt/partition_prio
+PreemptMode=REQUEUE
 {node_lines}
-PartitionName={PARTITION} Nodes=ALL Default=YES MaxTime=120 State=UP
+PartitionName={PARTITION} Nodes=ALL Default=YES MaxTime=120 State=UP PriorityTier=1
+PartitionName={URGENT} Nodes=ALL MaxTime=120 State=UP PriorityTier=2 PreemptMode=OFF
 """
 
 

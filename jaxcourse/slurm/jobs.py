@@ -195,11 +195,12 @@ def job_output(path: str | os.PathLike[str], num_tasks: int) -> list[list[str]]:
     per_task: list[list[str]] = [[] for _ in range(num_tasks)]
     filters = [GlooFilter() for _ in range(num_tasks)]
     splitter = SrunLines()
-    for line in Path(path).read_text(errors="replace").splitlines():
-        for rank, stream, text in splitter.feed(line):
-            if (stream == "stdout" and rank < num_tasks
-                    and not filters[rank].is_noise(text)):
-                per_task[rank].append(text)
+    lines = Path(path).read_text(errors="replace").splitlines()
+    parts = [part for line in lines for part in splitter.feed(line)] + splitter.flush()
+    for rank, stream, text in parts:
+        if (stream == "stdout" and rank < num_tasks
+                and not filters[rank].is_noise(text)):
+            per_task[rank].append(text)
     return per_task
 
 

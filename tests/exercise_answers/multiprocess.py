@@ -264,3 +264,104 @@ def epoch_divide_evenly(local_data, batch_size, step):
     steps = int(total) // jax.process_count() // batch_size
     return [step(local_data[i * batch_size:(i + 1) * batch_size])
             for i in range(steps)]
+
+
+# ---- exercise 6: epoch_records ----------------------------------------------------
+
+
+def records_one_seed_for_all_epochs(seed, epoch, step, num_records, batch_size, rows):
+    order = np.random.default_rng(seed).permutation(num_records)
+    return order[step * batch_size:(step + 1) * batch_size][rows]
+
+
+def records_seed_plus_epoch(seed, epoch, step, num_records, batch_size, rows):
+    rng = np.random.default_rng(seed + epoch)
+    return rng.permutation(num_records)[step * batch_size:][:batch_size][rows]
+
+
+def records_rows_first(seed, epoch, step, num_records, batch_size, rows):
+    order = np.random.default_rng([seed, epoch]).permutation(num_records)
+    return order[rows]
+
+
+def records_global_batch(seed, epoch, step, num_records, batch_size, rows):
+    order = np.random.default_rng([seed, epoch]).permutation(num_records)
+    return order[step * batch_size:(step + 1) * batch_size]
+
+
+def records_in_file_order(seed, epoch, step, num_records, batch_size, rows):
+    start = step * batch_size
+    return np.arange(start + rows.start, start + rows.stop)
+
+
+def records_generator_pcg64(seed, epoch, step, num_records, batch_size,
+                            rows):  # correct
+    rng = np.random.Generator(np.random.PCG64([seed, epoch]))
+    block = rng.permutation(num_records).reshape(-1)[step * batch_size:]
+    return block[:batch_size][rows]
+
+
+def records_with_take(seed, epoch, step, num_records, batch_size, rows):  # correct
+    order = np.random.default_rng([seed, epoch]).permutation(num_records)
+    positions = step * batch_size + np.arange(batch_size)[rows]
+    return np.take(order, positions)
+
+
+def records_as_jnp(seed, epoch, step, num_records, batch_size, rows):  # correct: int32
+    order = np.random.default_rng([seed, epoch]).permutation(num_records)
+    return jnp.asarray(order[step * batch_size:(step + 1) * batch_size][rows])
+
+
+# ---- exercise 7: seconds_to_end ---------------------------------------------------
+
+
+def end_kill_fixes_everything(how, hook, kill_on_bad_exit, heartbeat, shutdown):
+    if kill_on_bad_exit:
+        return 0.0
+    return float(heartbeat if how == "crash" or (how == "raise" and hook) else shutdown)
+
+
+def end_raise_is_a_crash(how, hook, kill_on_bad_exit, heartbeat, shutdown):
+    if how in ("raise", "crash"):
+        return 0.0 if kill_on_bad_exit else float(heartbeat)
+    return float(shutdown)
+
+
+def end_crash_waits_at_the_barrier(how, hook, kill_on_bad_exit, heartbeat, shutdown):
+    if how == "raise" and hook:
+        return 0.0 if kill_on_bad_exit else float(heartbeat)
+    if how == "crash" and kill_on_bad_exit:
+        return 0.0
+    return float(shutdown)
+
+
+def end_timeouts_swapped(how, hook, kill_on_bad_exit, heartbeat, shutdown):
+    if how == "crash" or (how == "raise" and hook):
+        return 0.0 if kill_on_bad_exit else float(shutdown)
+    return float(heartbeat)
+
+
+def end_finish_never_ends(how, hook, kill_on_bad_exit, heartbeat, shutdown):
+    if how == "finish":
+        return float("inf")
+    if how == "crash" or hook:
+        return 0.0 if kill_on_bad_exit else float(heartbeat)
+    return float(shutdown)
+
+
+def end_with_a_table(how, hook, kill_on_bad_exit, heartbeat, shutdown):  # correct
+    gone = {"raise": hook, "crash": True, "finish": False}[how]
+    return (0.0 if kill_on_bad_exit else heartbeat) if gone else shutdown
+
+
+def end_alive_first(how, hook, kill_on_bad_exit, heartbeat, shutdown):  # correct
+    still_alive = how == "finish" or (how == "raise" and not hook)
+    if still_alive:
+        return float(shutdown)
+    return 0 if kill_on_bad_exit else heartbeat
+
+
+def end_as_numpy(how, hook, kill_on_bad_exit, heartbeat, shutdown):  # correct
+    gone = how == "crash" or (how == "raise" and hook)
+    seconds = np.where(gone, np.where(kill_on_bad_exit, 0, heartbeat), shutdown)
+    return np.float32(seconds)
