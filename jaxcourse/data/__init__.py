@@ -40,6 +40,9 @@ The package is split at its seams; everything public is importable from here:
     :func:`load_numpy`;
 :mod:`~jaxcourse.data.provisioning`
     :func:`provision` and :func:`ensure`;
+:mod:`~jaxcourse.data.corpus`
+    the text corpus (Debian's fortune files) for the transformer chapter:
+    :func:`provision_corpus`, :func:`load_corpus`;
 :mod:`~jaxcourse.data.cli`
     the command line, :func:`main`.
 """
@@ -49,13 +52,14 @@ from __future__ import annotations
 from jaxcourse.data import specs
 from jaxcourse.data.checks import load_numpy, require, verify
 from jaxcourse.data.cli import main
+from jaxcourse.data.corpus import load_corpus, provision_corpus
 from jaxcourse.data.provisioning import ensure, provision
 from jaxcourse.data.sources import MNIST_HOST, MNIST_URL, network_answers
 from jaxcourse.data.specs import *  # noqa: F403  (all of it is public here)
 from jaxcourse.data.store import RECORD_NAME
 
 __all__ = [
-    "MNIST_HOST", "MNIST_URL", "RECORD_NAME", "ensure", "load_numpy", "main",
-    "network_answers", "provision", "require", "verify",
+    "MNIST_HOST", "MNIST_URL", "RECORD_NAME", "ensure", "load_corpus", "load_numpy",
+    "main", "network_answers", "provision", "provision_corpus", "require", "verify",
 ]
 __all__ += specs.__all__

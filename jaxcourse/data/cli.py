@@ -1,7 +1,8 @@
 """The command line: ``python -m jaxcourse.data`` (``make data``, ``jaxcourse-data``).
 
 Provisions the course's dataset (:func:`jaxcourse.data.provisioning.provision`)
-or, with ``--check``, only verifies it. A problem is one line on stderr that
+and its text corpus (:func:`jaxcourse.data.corpus.provision_corpus`) or, with
+``--check``, only verifies them. A problem is one line on stderr that
 says what to do, and exit code 2; never a traceback.
 """
 
@@ -12,6 +13,7 @@ import sys
 
 from jaxcourse import CourseError
 from jaxcourse.data.checks import verify
+from jaxcourse.data.corpus import corpus_path, load_corpus, provision_corpus
 from jaxcourse.data.provisioning import provision
 from jaxcourse.data.specs import (
     DATA_DIR_ENV,
@@ -66,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             info = verify(args.dataset, args.data_dir)
             print(f"Dataset: {info} — verified in {data_dir(args.data_dir)}")
+            load_corpus(args.data_dir)
+            print(f"Corpus: {corpus_path(args.data_dir)} — verified")
         else:
             info = provision(
                 args.dataset,
@@ -73,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
                 root=args.data_dir,
                 tfds=not args.no_tfds,
             )
+            provision_corpus(args.data_dir)
             print(f"Data folder: {info.data_dir}")
     except CourseError as err:
         print(f"error: {err}", file=sys.stderr)

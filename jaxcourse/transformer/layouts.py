@@ -1,0 +1,200 @@
+"""The transformer's layouts: where each weight lives, and the step per device.
+
+A layout (:data:`LAYOUTS`) is three switches: ``fsdp`` cuts every weight
+over the ``"data"`` axis and gathers it where it is used (ZeRO-3); ``tp``
+splits attention by heads and the MLP by hidden units over ``"model"``
+(Megatron-LM); ``sp`` keeps the activations between the sub-blocks (the
+norms' inputs and outputs) split along the sequence over ``"model"`` too.
+The batch is always split over ``"data"``. :func:`param_specs` says where
+each weight lives, :func:`layout_hooks` gives :class:`~.model.Hooks` that
+put in the collectives, and :func:`sharded_grad_fn` / :func:`sharded_step`
+run the one-device code of :mod:`.model` and :mod:`.training` per device
+with ``jax.shard_map``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+from jax.sharding import PartitionSpec as P
+
+from .config import Config
+from .model import Hooks, Params
+from .training import make_grad_fn, optimizer_for
+
+__all__ = ["DATA", "LAYOUTS", "MODEL", "Layout", "batch_spec", "layout_hooks",
+           "layout_switches",
+           "param_specs", "place", "sharded_grad_fn", "sharded_step", "spec_tree"]
+
+DATA, MODEL = "data", "model"
+_COLUMNS = ("wq", "wk", "wv", "w_gate", "w_up")   # (layers, d, out): split out
+_ROWS = ("wo", "w_down")                          # (layers, in, d): split in
+_NORMS = ("attn_norm", "mlp_norm")
+
+
+class Layout(NamedTuple):
+    """A layout's switches (see the module's docstring)."""
+
+    fsdp: bool = False
+    tp: bool = False
+    sp: bool = False
+
+
+#: The layouts the chapter compares.
+LAYOUTS: dict[str, Layout] = {
+    "data parallel": Layout(),
+    "FSDP": Layout(fsdp=True),
+    "TP": Layout(tp=True),
+    "TP + SP": Layout(tp=True, sp=True),
+    "FSDP + TP": Layout(fsdp=True, tp=True),
+}
+
+
+def layout_switches(name: str) -> Layout:
+    """Return ``name``'s :class:`Layout`, or raise a ``ValueError`` listing them."""
+    if name not in LAYOUTS:
+        raise ValueError(f"unknown layout {name!r}; expected one of {list(LAYOUTS)}")
+    return LAYOUTS[name]
+
+
+def param_specs(layout: str) -> dict[str, P]:
+    """Return the ``PartitionSpec`` of each weight, by its name.
+
+    Tensor parallelism splits the queries, keys, values, gate and up
+    projections by their output columns (heads, hidden units) and the two
+    output projections by their input rows, so that each device computes a
+    partial sum of each sub-block's output. FSDP cuts the other dimension of
+    each matrix, every norm's scale and the embedding tables over ``"data"``.
+    """
+    lay = layout_switches(layout)
+    f = DATA if lay.fsdp else None
+    m = MODEL if lay.tp else None
+    specs = {name: P(None, f, m) for name in _COLUMNS}
+    specs |= {name: P(None, m, f) for name in _ROWS}
+    specs |= {name: P(None, f) for name in _NORMS}
+    specs |= {"embed": P(f, None), "final_norm": P(f), "unembed": P(f, None)}
+    return specs
+
+
+def spec_tree(tree: Any, layout: str) -> Any:
+    """Return the spec of every leaf of ``tree`` (weights, or Adam's state of them).
+
+    A leaf is placed by its dict key (:func:`param_specs`); any other leaf
+    (Adam's step count) is replicated.
+    """
+    specs = param_specs(layout)
+
+    def spec_of(path, leaf):
+        key = getattr(path[-1], "key", None) if path else None
+        return specs.get(key, P())
+
+    return jax.tree_util.tree_map_with_path(spec_of, tree)
+
+
+def place(tree: Any, layout: str, mesh: Any, tokens: bool = False) -> Any:
+    """Put ``tree`` on ``mesh`` as ``layout`` says (``tokens=True``: as a batch)."""
+    from jax.sharding import NamedSharding
+
+    specs = (jax.tree.map(lambda _: batch_spec(layout), tree) if tokens
+             else spec_tree(tree, layout))
+    return jax.device_put(tree, jax.tree.map(lambda s: NamedSharding(mesh, s), specs))
+
+
+def batch_spec(layout: str) -> P:
+    """Return the tokens' spec: batch over "data", sequence over "model" (SP)."""
+    return P(DATA, MODEL if layout_switches(layout).sp else None)
+
+
+def layout_hooks(layout: str) -> Hooks:
+    """Return the hooks that put ``layout``'s collectives into the model.
+
+    ``use`` all-gathers each FSDP-cut weight over ``"data"`` (its transpose in
+    the backward pass is a reduce-scatter of the gradient). ``leave`` sums a
+    sub-block's partial output over ``"model"`` (``psum``), or with sequence
+    parallelism sums and scatters it along the sequence (``psum_scatter``),
+    and ``enter`` then gathers the normed sequence back (``all_gather``).
+    """
+    lay = layout_switches(layout)
+    specs = param_specs(layout)
+
+    def use(weights: Params) -> Params:
+        if not lay.fsdp:
+            return weights
+        out = {}
+        for name, w in weights.items():
+            spec = tuple(specs[name])
+            # Inside the scan a block's weights have lost the layers axis.
+            axis = spec.index(DATA) - (len(spec) - w.ndim)
+            out[name] = jax.lax.all_gather(w, DATA, axis=axis, tiled=True)
+        return out
+
+    if lay.sp:
+        enter = lambda x: jax.lax.all_gather(x, MODEL, axis=1, tiled=True)  # noqa: E731
+        leave = lambda x: jax.lax.psum_scatter(x, MODEL, scatter_dimension=1,  # noqa: E731
+                                               tiled=True)
+        return Hooks(use, enter, leave)
+    if lay.tp:
+        # Megatron-LM's pair: entering, the same activation on every device,
+        # marked as about to vary (no communication forward; backward, one
+        # all-reduce of its gradient, rather than one per projection that
+        # reads it); leaving, the partial outputs summed.
+        return Hooks(use, enter=lambda x: jax.lax.pcast(x, MODEL, to="varying"),
+                     leave=lambda x: jax.lax.psum(x, MODEL))
+    return Hooks(use)
+
+
+def _reduce(layout: str) -> Callable[[jax.Array], jax.Array]:
+    # The loss is a mean over the tokens: each device's mean, averaged over
+    # the devices holding different tokens.
+    axes = (DATA, MODEL) if layout_switches(layout).sp else (DATA,)
+    return lambda value: jax.lax.pmean(value, axes)
+
+
+def sharded_grad_fn(cfg: Config, layout: str, mesh: Any, precision: str = "float32",
+                    remat: str = "none", micro: int = 1) -> Callable:
+    """Return ``grad_fn(params, inputs, targets) -> (loss, grads)`` for ``layout``.
+
+    The one-device :func:`~.training.make_grad_fn`, run per device by
+    ``jax.shard_map`` on ``mesh`` (axes ``"data"`` and ``"model"``); the
+    gradients come back laid out as the weights.
+    """
+    per_device = make_grad_fn(cfg, precision, layout_hooks(layout), remat, micro,
+                              _reduce(layout))
+
+    def grad_fn(params: Params, inputs: jax.Array, targets: jax.Array):
+        specs = spec_tree(params, layout)
+        tokens = batch_spec(layout)
+        return jax.shard_map(per_device, mesh=mesh, in_specs=(specs, tokens, tokens),
+                             out_specs=(P(), specs))(params, inputs, targets)
+
+    return grad_fn
+
+
+def sharded_step(cfg: Config, layout: str, mesh: Any, precision: str = "float32",
+                 remat: str = "none", micro: int = 1, learning_rate: float = 1e-3
+                 ) -> Callable:
+    """Return ``step(state, inputs, targets) -> (state, loss)`` for ``layout``.
+
+    Adam updates each device's piece of the weights with its piece of the
+    moments: with FSDP nothing of the state is stored twice.
+    """
+    per_device_grads = make_grad_fn(cfg, precision, layout_hooks(layout), remat, micro,
+                                    _reduce(layout))
+    optimizer = optimizer_for(precision, learning_rate)
+
+    def per_device(state: dict[str, Any], inputs: jax.Array, targets: jax.Array):
+        value, grads = per_device_grads(state["params"], inputs, targets)
+        updates, opt = optimizer.update(grads, state["opt"], state["params"])
+        params = jax.tree.map(lambda p, u: p + u.astype(p.dtype), state["params"],
+                              updates)
+        return {"params": params, "opt": opt}, value
+
+    def step(state: dict[str, Any], inputs: jax.Array, targets: jax.Array):
+        specs = spec_tree(state, layout)
+        tokens = batch_spec(layout)
+        return jax.shard_map(per_device, mesh=mesh, in_specs=(specs, tokens, tokens),
+                             out_specs=(specs, P()))(state, inputs, targets)
+
+    return step

@@ -1,0 +1,259 @@
+"""Planning a real run: the roofline, critical batches, and compiling from shapes.
+
+The hardware and the bandwidth of a mesh axis are chapter 6's
+(:data:`jaxcourse.scaling.HARDWARE`, :func:`jaxcourse.scaling.axis_bandwidth`,
+:func:`jaxcourse.scaling.ring_bytes`). :func:`phase_bytes` and
+:func:`step_time` price a transformer's step under FSDP, tensor parallelism
+or both; :func:`critical_batch` gives the tokens per chip above which the
+step is compute-bound. :func:`compile_step` compiles a real-shaped training
+step from ``jax.ShapeDtypeStruct`` alone (nothing allocated) and
+:func:`compile_report` reads its memory and collectives;
+:func:`compile_in_subprocess` does it in a fresh Python started with as many
+CPU devices as the mesh needs (64 for 8 nodes of 8 GPUs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from jaxcourse import CourseError
+from jaxcourse.scaling.communication import collective_summary, compiled_collectives
+from jaxcourse.scaling.memory import compiled_memory
+from jaxcourse.scaling.roofline import Hardware, axis_bandwidth, ring_bytes
+
+from .config import LLAMA3_8B, LLAMA3_70B, Config, flops_per_token, param_count
+from .layouts import DATA, MODEL, batch_spec, layout_switches, sharded_step, spec_tree
+from .training import init_state
+
+__all__ = ["CONFIGS", "compile_in_subprocess", "compile_report", "compile_step",
+           "critical_batch", "phase_bytes", "step_time"]
+
+#: The configs a subprocess can be asked to compile, by name.
+CONFIGS = {"LLaMA-3 8B": LLAMA3_8B, "LLaMA-3 70B": LLAMA3_70B}
+
+
+def phase_bytes(cfg: Config, layout: str, tokens: float, data: int = 1, model: int = 1,
+                itemsize: int = 2) -> dict[str, dict[str, float]]:
+    """Return the bytes one chip sends in each pass, along each mesh axis.
+
+    ``tokens`` is the global batch in tokens. FSDP (ZeRO-3): each weight's
+    piece is gathered forward and again backward, and its gradient
+    reduce-scattered, over ``"data"``. Data parallelism all-reduces the
+    gradients backward. Tensor parallelism all-reduces the ``(tokens / data,
+    d)`` activation over ``"model"`` twice per block forward and twice
+    backward (sequence parallelism replaces each all-reduce by a
+    reduce-scatter and an all-gather: the same bytes). Priced on rings by
+    :func:`jaxcourse.scaling.ring_bytes`; the loss's one number is left out.
+    """
+    lay = layout_switches(layout)
+    weights = param_count(cfg) * itemsize / (model if lay.tp else 1)
+    out = {"forward": {"data": 0.0, "model": 0.0},
+           "backward": {"data": 0.0, "model": 0.0}}
+    if lay.fsdp:
+        gather = ring_bytes("all-gather", weights, data)
+        out["forward"]["data"] = gather
+        out["backward"]["data"] = gather + ring_bytes("reduce-scatter", weights, data)
+    else:
+        out["backward"]["data"] = ring_bytes("all-reduce", weights, data)
+    if lay.tp:
+        activation = tokens / data * cfg.d_model * itemsize
+        per_pass = 2 * cfg.layers * ring_bytes("all-reduce", activation, model)
+        out["forward"]["model"] = out["backward"]["model"] = per_pass
+    return out
+
+
+def step_time(cfg: Config, layout: str, tokens: float, hw: Hardware, seq: int,
+              data: int = 1, model: int = 1, itemsize: int = 2,
+              across_nodes: bool = False) -> dict[str, float]:
+    """Return the roofline estimate of one step per chip, in seconds.
+
+    The FLOPs are :func:`~.config.flops_per_token` times ``tokens``, split
+    evenly over the chips, a third forward and two thirds backward; each
+    pass's communication hides only behind its own FLOPs, as chapter 6's
+    roofline says. The ``"data"`` axis crosses nodes when ``across_nodes``;
+    ``"model"`` stays inside one.
+    """
+    chips = data * model
+    flops = flops_per_token(cfg, seq)["total"] * tokens / chips / hw.flops
+    beta = {"data": axis_bandwidth(hw, across_nodes), "model": axis_bandwidth(hw)}
+    sent = phase_bytes(cfg, layout, tokens, data, model, itemsize)
+    result: dict[str, float] = {"compute": flops}
+    for phase, share in (("forward", 1 / 3), ("backward", 2 / 3)):
+        result[f"{phase}_compute"] = flops * share
+        result[f"{phase}_communication"] = sum(sent[phase][a] / beta[a] for a in beta)
+    result["communication"] = (result["forward_communication"]
+                               + result["backward_communication"])
+    result["step"] = sum(max(result[f"{p}_compute"], result[f"{p}_communication"])
+                         for p in ("forward", "backward"))
+    return result
+
+
+def critical_batch(cfg: Config, layout: str, hw: Hardware, seq: int, data: int = 1,
+                   model: int = 1, itemsize: int = 2, across_nodes: bool = False
+                   ) -> float:
+    """Return the tokens **per chip** above which both passes are compute-bound.
+
+    Communication time is ``a + c · tokens`` (weights, then activations),
+    compute time ``k · tokens``: each pass is compute-bound above
+    ``a / (k - c)`` tokens; ``inf`` when the activations alone outrun the
+    FLOPs (``c >= k``).
+    """
+    probe = float(data * model * seq)
+    times = [step_time(cfg, layout, t, hw, seq, data, model, itemsize, across_nodes)
+             for t in (probe, 2 * probe)]
+    needed = 0.0
+    for phase in ("forward", "backward"):
+        comm = [t[f"{phase}_communication"] for t in times]
+        slope = (comm[1] - comm[0]) / probe
+        fixed = comm[0] - slope * probe
+        per_token = times[0][f"{phase}_compute"] / probe
+        if fixed <= 0 and slope <= per_token:
+            continue
+        if per_token <= slope:
+            return float("inf")
+        needed = max(needed, fixed / (per_token - slope))
+    return needed / (data * model)
+
+
+def compile_step(cfg: Config, layout: str, data: int, model: int, batch: int, seq: int,
+                 precision: str = "mixed", remat: str = "full") -> Any:
+    """Compile ``layout``'s training step for ``cfg`` from shapes alone.
+
+    The state (:func:`~.training.init_state`'s, by ``jax.eval_shape``) and
+    the tokens are ``jax.ShapeDtypeStruct`` with the layout's shardings on a
+    ``data × model`` mesh of the first ``data · model`` devices: nothing is
+    allocated, so a model far larger than this machine's memory compiles.
+
+    Raises
+    ------
+    ValueError
+        If JAX has too few devices, or the batch does not split.
+    """
+    from jax.sharding import AxisType, NamedSharding
+
+    if len(jax.devices()) < data * model:
+        raise ValueError(f"a {data}×{model} mesh needs {data * model} devices; JAX has "
+                         f"{len(jax.devices())} (call "
+                         "jaxcourse.devices.use_cpu_devices "
+                         "first, or use compile_in_subprocess)")
+    if batch % data:
+        raise ValueError(f"a batch of {batch} does not split over {data} devices")
+    # Explicit axes, as make_mesh gives by default: said, so no reader guesses.
+    mesh = jax.make_mesh((data, model), (DATA, MODEL),
+                         axis_types=(AxisType.Explicit, AxisType.Explicit),
+                         devices=jax.devices()[:data * model])
+    state = jax.eval_shape(lambda: init_state(jax.random.key(0), cfg, precision))
+    shaped = jax.tree.map(
+        lambda leaf, spec: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype,
+                                                sharding=NamedSharding(mesh, spec)),
+        state, spec_tree(state, layout))
+    tokens = jax.ShapeDtypeStruct((batch, seq), np.int32,
+                                  sharding=NamedSharding(mesh, batch_spec(layout)))
+    step = jax.jit(sharded_step(cfg, layout, mesh, precision, remat))
+    return step.lower(shaped, tokens, tokens).compile()
+
+
+def compile_report(compiled: Any) -> dict[str, Any]:
+    """Return a compiled step's memory (per device) and its collectives, as data.
+
+    ``memory`` is :func:`jaxcourse.scaling.compiled_memory`'s;
+    ``collectives`` counts each ``(kind, bytes, group)`` found in the HLO
+    (a loop's body counted once), and ``summary`` is
+    :func:`jaxcourse.scaling.collective_summary`'s.
+    """
+    found = compiled_collectives(compiled)
+    counts = Counter(found)
+    return {"memory": compiled_memory(compiled),
+            "collectives": [[c.kind, c.nbytes, c.group, n]
+                            for c, n in sorted(counts.items())],
+            "summary": collective_summary(found)}
+
+
+def compile_in_subprocess(config: str, layout: str, data: int, model: int, batch: int,
+                          seq: int, layers: int | None = None, precision: str = "mixed",
+                          remat: str = "full", timeout: float = 300.0
+                          ) -> dict[str, Any]:
+    """Compile a named config's step in a fresh Python with ``data · model`` devices.
+
+    JAX fixes its number of devices when it starts, so a 64-device mesh
+    needs a process of its own: this one starts Python on this module's
+    command line, which compiles with :func:`compile_step` and prints
+    :func:`compile_report` as JSON, with ``seconds`` (the compile alone).
+
+    Parameters
+    ----------
+    config : str
+        A key of :data:`CONFIGS`.
+    layout, data, model, batch, seq, precision, remat
+        As for :func:`compile_step`.
+    layers : int, optional
+        Compile with this many blocks instead of the config's.
+    timeout : float
+        Seconds before the child is stopped.
+
+    Raises
+    ------
+    CourseError
+        If the child fails or runs out of time; the message has its last lines.
+    """
+    if config not in CONFIGS:
+        raise ValueError(f"unknown config {config!r}; expected one of {list(CONFIGS)}")
+    args = [sys.executable, "-m", "jaxcourse.transformer.planning", config, layout,
+            str(data), str(model), str(batch), str(seq), "--precision", precision,
+            "--remat", remat] + (["--layers", str(layers)] if layers else [])
+    # The child imports this very package, wherever it is.
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [root] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout,
+                              env=env)
+    except subprocess.TimeoutExpired as err:
+        raise CourseError(f"compiling {config} on {data}×{model} devices took more "
+                          f"than {timeout:.0f} s; it was stopped") from err
+    if done.returncode:
+        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
+        raise CourseError(
+            f"compiling {config} on {data}×{model} devices failed:\n{tail}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the child of :func:`compile_in_subprocess`: compile, print one JSON line."""
+    parser = argparse.ArgumentParser(prog="python -m jaxcourse.transformer.planning")
+    parser.add_argument("config", choices=sorted(CONFIGS))
+    parser.add_argument("layout")
+    for name in ("data", "model", "batch", "seq"):
+        parser.add_argument(name, type=int)
+    parser.add_argument("--layers", type=int)
+    parser.add_argument("--precision", default="mixed")
+    parser.add_argument("--remat", default="full")
+    args = parser.parse_args(argv)
+    from jaxcourse.devices import use_cpu_devices
+
+    use_cpu_devices(args.data * args.model)
+    cfg = CONFIGS[args.config]
+    if args.layers:
+        cfg = cfg.with_layers(args.layers)
+    started = time.perf_counter()
+    compiled = compile_step(cfg, args.layout, args.data, args.model, args.batch,
+                            args.seq, args.precision, args.remat)
+    report = compile_report(compiled)
+    report["seconds"] = time.perf_counter() - started
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
