@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 import types
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -127,10 +128,29 @@ def alive(pids: Iterable[int]) -> list[int]:
     return living
 
 
-def assert_no_children_left(message: str) -> None:
-    """Fail with ``message`` if this process still has a living descendant."""
-    children = psutil.Process().children(recursive=True)
-    assert not alive(c.pid for c in children), message
+def assert_no_children_left(message: str, grace: float = 10.0) -> None:
+    """Fail with ``message`` if this process still has a living descendant.
+
+    A process that was ended may take a moment to go on a loaded machine, so
+    the descendants get ``grace`` seconds; the message names the survivors.
+    """
+    deadline = time.monotonic() + grace
+    while True:
+        living = alive(c.pid for c in psutil.Process().children(recursive=True))
+        if not living or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert not living, f"{message}: {_described(living)}"
+
+
+def _described(pids: Iterable[int]) -> str:
+    described = []
+    for pid in pids:
+        try:
+            described.append(f"{pid} {' '.join(psutil.Process(pid).cmdline())[:200]}")
+        except psutil.Error:
+            described.append(f"{pid} (gone)")
+    return "; ".join(described)
 
 
 class ProcessStartError(RuntimeError):
