@@ -82,3 +82,20 @@ def severe_log_entries(driver: object, ignore: tuple[str, ...] = ()) -> list[str
         for entry in driver.get_log("browser")
         if entry["level"] == "SEVERE" and not any(i in entry["message"] for i in ignore)
     ]
+
+
+def type_into_cell(driver: object, cell: object, text: str) -> None:
+    """Replace a code cell's text with ``text``, typed as a learner types it."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", cell)
+    editor = cell.find_element(By.CSS_SELECTOR, ".cm-content")
+    editor.click()
+    ActionChains(driver).key_down(Keys.CONTROL).send_keys("a").key_up(
+        Keys.CONTROL).send_keys(Keys.DELETE).perform()
+    editor.send_keys(text)
+    # The editor closes brackets itself; typing the closing one steps over it, so
+    # what was typed and what the cell holds must agree.
+    assert editor.text == text, f"the editor holds {editor.text!r}"

@@ -27,7 +27,7 @@ import nbformat
 import psutil
 import pytest
 import yaml
-from browser import SHOTS, chromium, wait_until
+from browser import SHOTS, chromium, type_into_cell, wait_until
 from processes import alive
 
 from jaxcourse import hub as course_hub
@@ -142,22 +142,6 @@ def _code_cell(driver: object, starts: str) -> object:
     return wait_until(find, f"no code cell starting with {starts!r}", 30)[0]
 
 
-def _type(driver: object, cell: object, text: str) -> None:
-    """Replace a code cell's text with ``text``, typed as a learner types it."""
-    from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
-
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", cell)
-    editor = cell.find_element(By.CSS_SELECTOR, ".cm-content")
-    editor.click()
-    ActionChains(driver).key_down(Keys.CONTROL).send_keys("a").key_up(
-        Keys.CONTROL).send_keys(Keys.DELETE).perform()
-    editor.send_keys(text)
-    # The editor closes brackets itself; typing the closing one steps over it.
-    assert editor.text == text, f"the editor holds {editor.text!r}"
-
-
 def _menu(driver: object, top: str, item: str) -> None:
     from selenium.webdriver.common.by import By
 
@@ -235,8 +219,8 @@ def test_a_student_submits_and_the_teacher_grades(hub) -> None:
         assert f"/user/student1/lab/tree/{course_hub.CLASS_REPO}/{NOTEBOOK}" in \
             driver.current_url, driver.current_url
         driver.save_screenshot(f"{shot}__student_opened.png")
-        _type(driver, _code_cell(driver, "def batched_log_joint"), RIGHT)
-        _type(driver, _code_cell(driver, "def vmapped_log_joint"), WRONG)
+        type_into_cell(driver, _code_cell(driver, "def batched_log_joint"), RIGHT)
+        type_into_cell(driver, _code_cell(driver, "def vmapped_log_joint"), WRONG)
         _submit(driver, f"outbox/{CHAPTER}_exercises.ipynb")
         submitted = state / "homes" / "student1" / "outbox" / Path(NOTEBOOK).name
         wait_until(lambda: submitted.is_file() and RIGHT in submitted.read_text(),

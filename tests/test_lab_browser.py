@@ -35,7 +35,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from browser import SHOTS, chromium, severe_log_entries, wait_until
+from browser import SHOTS, chromium, severe_log_entries, type_into_cell, wait_until
 from processes import alive
 
 pytestmark = pytest.mark.slow
@@ -253,18 +253,9 @@ def _kernel_idle(driver: object) -> bool:
 def _type_into(driver: object, cell: object, text: str) -> None:
     """Replace a code cell's text with ``text``, typed, and run the cell."""
     from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", cell)
-    editor = cell.find_element(By.CSS_SELECTOR, ".cm-content")
-    editor.click()
-    ActionChains(driver).key_down(Keys.CONTROL).send_keys("a").key_up(
-        Keys.CONTROL).send_keys(Keys.DELETE).perform()
-    editor.send_keys(text)
-    # The editor closes brackets itself; typing the closing one steps over it, so
-    # what was typed and what the cell holds must agree.
-    assert editor.text == text, f"the editor holds {editor.text!r}"
+    type_into_cell(driver, cell, text)
     ActionChains(driver).key_down(Keys.SHIFT).send_keys(Keys.ENTER).key_up(
         Keys.SHIFT).perform()
     wait_until(lambda: not _busy(driver) and _kernel_idle(driver),
