@@ -31,6 +31,8 @@ TOPICS: tuple[Topic, ...] = (
           "solutions/05_shard_map_exercises.ipynb", devices=8),
     Topic("scaling", "solutions.scaling", "book/06_scaling.ipynb",
           "solutions/06_scaling_exercises.ipynb", devices=8),
+    Topic("transformer", "solutions.transformer", "book/07_transformer.ipynb",
+          "solutions/07_transformer_exercises.ipynb"),
     Topic("multiprocess", "solutions.multiprocess", "book/07_multiprocess.ipynb",
           "solutions/07_multiprocess_exercises.ipynb"),
     Topic("dp_zh", "solutions.dp_zh", "book/08_dp_zh.ipynb",

@@ -3,7 +3,8 @@
 Importing this module registers the exercises ``multiprocess.process_rows``,
 ``multiprocess.common_num_steps``, ``multiprocess.sum_metrics``,
 ``multiprocess.run_epoch``, ``multiprocess.global_batch``,
-``multiprocess.epoch_records`` and ``multiprocess.seconds_to_end`` with
+``multiprocess.epoch_records``, ``multiprocess.seconds_to_end`` and
+``multiprocess.job_ending`` with
 :mod:`jaxcourse.exercises`: their references, cases, hints and known mistakes.
 
 How each answer is run as several processes would run it is the part of
@@ -20,18 +21,31 @@ failed test.
 
 from __future__ import annotations
 
+import re
+
 import jax
 import numpy as np
 
-from jaxcourse.exercises import Case, Exercise, Mistake, register
-from jaxcourse.numerics import FLOAT32_ROUNDOFF
+from jaxcourse.exercises import Case, Exercise, Mistake, each_call, register
+from solutions.multiprocess_cases import (
+    METRICS,
+    MORE_METRICS,
+    epoch_inputs,
+    global_inputs,
+    metrics_case,
+    padding_case,
+    random_records,
+    random_rows,
+    random_steps,
+    records_case,
+    rows_case,
+    steps_case,
+)
 from solutions.multiprocess_checks import (
     every_failure,
-    every_process,
-    global_values,
+    every_failure_of,
     in_one_process,
-    one_device_rows,
-    simulate_processes,
+    random_timeouts,
 )
 from solutions.multiprocess_harness import (
     GLOBAL_DEVICES_PER_PROCESS,
@@ -42,6 +56,7 @@ from solutions.multiprocess_harness import (
     prepare_global_batch,
     prepare_run_epoch,
 )
+from solutions.multiprocess_logs import ending_choice, job_calls
 from solutions.multiprocess_mistakes import (
     _end_crash_at_the_barrier,
     _end_finish_never,
@@ -58,6 +73,7 @@ from solutions.multiprocess_mistakes import (
     _rows_inclusive,
     _rows_interleaved,
     _rows_rest_to_last,
+    job_ending_mistakes,
 )
 
 CHAPTER = "07_multiprocess"
@@ -148,64 +164,39 @@ def seconds_to_end(how, hook, kill_on_bad_exit, heartbeat_timeout, shutdown_time
     return float(shutdown_timeout)
 
 
+def job_ending(log, sacct):
+    """Return what ended a job, and the fix, from its log and its ``sacct`` line.
+
+    The state says it for a time limit, a preemption and memory. A FAILED job
+    was ended by JAX's heartbeat timeout, by its shutdown barrier, or by srun
+    (``--kill-on-bad-exit``), in that order of reading: a heartbeat timeout
+    fails the shutdown barrier too. At the barrier, a process raised only if
+    the log has an error of the program's own; a process that finished early
+    leaves only the others' ``JaxRuntimeError``.
+    """
+    state = sacct.split()[2]  # JobName Partition State ExitCode
+    if state == "TIMEOUT":
+        return "time limit", "save, then resubmit with --dependency=afterany"
+    if state == "PREEMPTED":
+        return "preemption", "save, and submit with --requeue"
+    if state == "OUT_OF_MEMORY":
+        return "out of memory", "ask for more memory"
+    if "heartbeat timeout" in log:
+        return "heartbeat timeout", "add --kill-on-bad-exit=1"
+    if "Shutdown barrier has failed" in log:
+        # "2: RuntimeError: ...", not "3: jax.errors.JaxRuntimeError: ..."
+        if re.search(r"^\d+: \w+Error: ", log, re.M):
+            return "shutdown barrier", "exit at once on an exception"
+        return "shutdown barrier", "agree on the number of steps"
+    return "kill-on-bad-exit", "fix the failing task"
+
+
+_job_wrong = job_ending_mistakes(job_ending)
+
+
 # --------------------------------------------------------------------------
 # Checker specs
 # --------------------------------------------------------------------------
-
-
-def _rows_case(n: int, count: int) -> Case:
-    return Case(f"the rows of all {count} processes for {n} records",
-                lambda rng: (n, count), runner=every_process, dtype="kind")
-
-
-def _random_rows(seed: int) -> Case:
-    def inputs(rng: np.random.Generator) -> tuple:
-        return int(rng.integers(20, 200)), int(rng.integers(2, 9))
-
-    return Case(f"the rows of every process for a random record and process "
-                f"count (seed {seed})", inputs, runner=every_process, seed=seed,
-                dtype="kind")
-
-
-def _steps_case(sizes: list[int], batch: int) -> Case:
-    return Case(f"common_num_steps({sizes}, {batch})", lambda rng: (sizes, batch),
-                dtype="kind")
-
-
-def _random_steps(seed: int) -> Case:
-    def inputs(rng: np.random.Generator) -> tuple:
-        count = int(rng.integers(2, 9))
-        batch = int(rng.integers(8, 65))
-        return [int(s) for s in rng.integers(5 * batch, 12 * batch, count)], batch
-
-    return Case(f"random sizes for 2 to 8 processes (seed {seed})", inputs,
-                seed=seed, dtype="kind")
-
-
-METRICS = [
-    [("loss", 1.0), ("accuracy", 0.5), ("examples", 250.0)],
-    [("examples", 240.0), ("loss", 2.0), ("accuracy", 0.25)],
-    [("accuracy", 0.75), ("examples", 260.0), ("loss", 4.0)],
-]
-MORE_METRICS = [
-    [("loss", 0.5), ("accuracy", 0.9), ("examples", 64.0), ("steps", 2.0),
-     ("grad_norm", 3.0)],
-    [("grad_norm", 1.0), ("steps", 2.0), ("examples", 64.0), ("accuracy", 0.8),
-     ("loss", 0.25)],
-    [("steps", 2.0), ("loss", 1.5), ("grad_norm", 2.0), ("accuracy", 0.7),
-     ("examples", 60.0)],
-    [("examples", 62.0), ("grad_norm", 5.0), ("accuracy", 0.6), ("loss", 0.75),
-     ("steps", 2.0)],
-]
-
-
-def _metrics_case(description: str, per_process: list) -> Case:
-    # The harness sums in float64, in one order for every answer: the sums are
-    # the same numbers, except for an answer that gathers the values in a
-    # float32 array, which rounds each within u; the values are positive, so
-    # the sum moves by u of itself, and by u more if it is kept in float32.
-    return Case(description, lambda rng: (per_process,), runner=simulate_processes,
-                dtype="any", rtol=2 * FLOAT32_ROUNDOFF, atol=0.0)
 
 
 def _sum_in_dict_order(local_metrics, allreduce):
@@ -218,19 +209,6 @@ def _sum_in_set_order(local_metrics, allreduce):
 
 def _sum_locally(local_metrics, allreduce):
     return {name: local_metrics[name] for name in sorted(local_metrics)}
-
-
-#: The launched scenarios, (records of each process, batch size): the step
-#: counts (3 and 2, then 3 and 5) differ between the processes, so counting
-#: one's own batches hangs; every process can run 2 steps in the first and 3
-#: in the second, so no fixed count fits both; and in the second, dividing
-#: all the records evenly (26 / 2 / 3: 4 steps) asks process 0 for a batch it
-#: does not have.
-EPOCH_SCENARIOS = [[[12, 9], 4], [[9, 17], 3]]
-
-
-def _epoch_inputs(rng: np.random.Generator) -> tuple:
-    return (EPOCH_SCENARIOS,)
 
 
 def _epoch_first_batch_each_time(local_data, batch_size, step):
@@ -283,40 +261,6 @@ def _global_shape_of_one_process(local_batch, max_len, sharding):
 not_relaunched(_global_not_padded, _global_padded_both_axes, _global_padded_left)
 
 
-def _padding_case(description: str, rows: int, length: int, max_len: int,
-                  seed: int) -> Case:
-    def inputs(rng: np.random.Generator) -> tuple:
-        local = rng.normal(size=(rows, length)).astype(np.float32)
-        return local, max_len, one_device_rows()
-
-    return Case(description, inputs, extract=global_values, seed=seed)
-
-
-GLOBAL_SCENARIOS = [(4, [6, 9], 10), (8, [5, 3], 8)]
-
-
-def _global_inputs(rng: np.random.Generator) -> tuple:
-    return (GLOBAL_SCENARIOS,)
-
-
-def _records_case(description: str, args: tuple) -> Case:
-    return Case(description, lambda rng: args, dtype="kind")
-
-
-def _random_records(seed: int) -> Case:
-    def inputs(rng: np.random.Generator) -> tuple:
-        batch = 4 * int(rng.integers(2, 9))
-        steps = int(rng.integers(2, 6))
-        quarter = int(rng.integers(0, 4)) * batch // 4
-        records = steps * batch + int(rng.integers(0, batch))  # a remainder too
-        return (int(rng.integers(0, 2**31)), int(rng.integers(0, 10)),
-                int(rng.integers(0, steps)), records, batch,
-                slice(quarter, quarter + batch // 4))
-
-    return Case(f"random seed, epoch, step and sizes, a quarter of each global "
-                f"batch (seed {seed})", inputs, seed=seed, dtype="kind")
-
-
 register(
     Exercise(
         id="multiprocess.process_rows",
@@ -324,12 +268,12 @@ register(
         chapter=CHAPTER,
         reference=process_rows,
         cases=[
-            _rows_case(8, 4),
-            _rows_case(10, 4),
-            _rows_case(1000, 3),
-            _rows_case(5, 8),
-            _random_rows(1),
-            _random_rows(2),
+            rows_case(8, 4),
+            rows_case(10, 4),
+            rows_case(1000, 3),
+            rows_case(5, 8),
+            random_rows(1),
+            random_rows(2),
         ],
         hints=[
             "Python's divmod gives the base share and the number of leftover "
@@ -363,13 +307,13 @@ register(
         chapter=CHAPTER,
         reference=common_num_steps,
         cases=[
-            _steps_case([1000, 1000, 1000, 900], 100),
-            _steps_case([900, 1000, 1000, 1000], 100),
-            _steps_case([130, 250], 64),
-            _steps_case([640, 600, 700], 64),
-            _steps_case([10, 500], 16),
-            _random_steps(3),
-            _random_steps(4),
+            steps_case([1000, 1000, 1000, 900], 100),
+            steps_case([900, 1000, 1000, 1000], 100),
+            steps_case([130, 250], 64),
+            steps_case([640, 600, 700], 64),
+            steps_case([10, 500], 16),
+            random_steps(3),
+            random_steps(4),
         ],
         hints=[
             "Each process can run size // batch_size full batches.",
@@ -399,9 +343,9 @@ register(
         chapter=CHAPTER,
         reference=sum_metrics,
         cases=[
-            _metrics_case("3 processes, metrics loss/accuracy/examples, each dict "
+            metrics_case("3 processes, metrics loss/accuracy/examples, each dict "
                           "in its own order", METRICS),
-            _metrics_case("4 processes, 5 metrics in 4 different orders",
+            metrics_case("4 processes, 5 metrics in 4 different orders",
                           MORE_METRICS),
         ],
         hints=[
@@ -439,7 +383,7 @@ register(
                  dtype="any"),
             Case(f"launched in {LAUNCH_PROCESSES} processes: 12 and 9 records in "
                  "batches of 4, then 9 and 17 in batches of 3 (each process's "
-                 "step results)", _epoch_inputs, runner=launch_run_epoch,
+                 "step results)", epoch_inputs, runner=launch_run_epoch,
                  warm_up=prepare_run_epoch, dtype="any", endless="collective",
                  time_limit=60.0),
         ],
@@ -470,17 +414,17 @@ register(
         chapter=CHAPTER,
         reference=global_batch,
         cases=[
-            _padding_case("in one process: 4 rows of length 7, padded to 10", 4, 7,
+            padding_case("in one process: 4 rows of length 7, padded to 10", 4, 7,
                           10, seed=5),
-            _padding_case("in one process: 6 rows of length 3, padded to 5", 6, 3, 5,
+            padding_case("in one process: 6 rows of length 3, padded to 5", 6, 3, 5,
                           seed=6),
-            _padding_case("in one process: 5 rows that already have the agreed "
+            padding_case("in one process: 5 rows that already have the agreed "
                           "length 8", 5, 8, 8, seed=7),
             Case(f"launched in {LAUNCH_PROCESSES} processes of "
                  f"{GLOBAL_DEVICES_PER_PROCESS} devices: 4 rows each, of lengths 6 "
                  "and 9, padded to 10; then 8 rows each, of lengths 5 and 3, padded "
                  "to 8 (in each process: the global shape, the sum under jit and "
-                 "the gathered array)", _global_inputs, runner=launch_global_batch,
+                 "the gathered array)", global_inputs, runner=launch_global_batch,
                  warm_up=prepare_global_batch, dtype="any", endless="collective",
                  time_limit=60.0),
         ],
@@ -517,15 +461,15 @@ register(
         chapter=CHAPTER,
         reference=epoch_records,
         cases=[
-            _records_case("the chapter's epochs.py: seed 2026, epoch 0, step 0, 48 "
+            records_case("the chapter's epochs.py: seed 2026, epoch 0, step 0, 48 "
                           "records in global batches of 16, rows 4 to 8 (process 1)",
                           (2026, 0, 0, 48, 16, slice(4, 8))),
-            _records_case("the same step in epoch 1",
+            records_case("the same step in epoch 1",
                           (2026, 1, 0, 48, 16, slice(4, 8))),
-            _records_case("seed 7, epoch 2, step 3: 100 records in global batches of "
+            records_case("seed 7, epoch 2, step 3: 100 records in global batches of "
                           "20, rows 15 to 20", (7, 2, 3, 100, 20, slice(15, 20))),
-            _random_records(8),
-            _random_records(9),
+            random_records(8),
+            random_records(9),
         ],
         hints=[
             "np.random.default_rng([seed, epoch]) makes one generator from both "
@@ -563,6 +507,10 @@ register(
                  lambda rng: (3, 5), runner=every_failure, dtype="any"),
             Case("JAX's defaults: heartbeat timeout 100 s, shutdown timeout 300 s",
                  lambda rng: (100, 300), runner=every_failure, dtype="any"),
+            Case("16 random pairs of timeouts, from 0.5 to 450 s (seed 11)",
+                 random_timeouts(), runner=every_failure_of, seed=11, dtype="any"),
+            Case("16 more random pairs (seed 12)", random_timeouts(),
+                 runner=every_failure_of, seed=12, dtype="any"),
         ],
         hints=[
             "First ask whether process 2 is gone at once, with an error: a crash "
@@ -590,6 +538,59 @@ register(
             Mistake("a process that finished early waits at the shutdown barrier, "
                     "which fails after shutdown_timeout and ends every process",
                     _end_finish_never),
+        ],
+    ),
+    Exercise(
+        id="multiprocess.job_ending",
+        title="Read a failed job: which ending, which fix",
+        chapter=CHAPTER,
+        reference=job_ending,
+        cases=[
+            Case("one job of each kind, jobs 1000 to 1008 (each answer compared as "
+                 "its index in ENDINGS and in FIXES)", job_calls(9, first=1000),
+                 runner=each_call(ending_choice), dtype="any"),
+            Case("27 jobs from a random number on (seed 21)", job_calls(27),
+                 runner=each_call(ending_choice), seed=21, dtype="any"),
+            Case("27 more (seed 22)", job_calls(27), runner=each_call(ending_choice),
+                 seed=22, dtype="any"),
+        ],
+        hints=[
+            "Start with the state in the sacct line: three states name their "
+            "ending by themselves. Only FAILED needs the log.",
+            "A FAILED job's log can hold several of the chapter's messages at once. "
+            "Ask which of them came first, and which is only a consequence: what "
+            "does a heartbeat timeout do to the shutdown barrier?",
+            "At the shutdown barrier, a process either raised (and did not exit) "
+            "or finished early. Both can leave tracebacks in the log: whose error "
+            "is it, the program's own or JAX's, from a collective whose partner "
+            "had left?",
+        ],
+        mistakes=[
+            Mistake("srun's 'Exited with exit code 1' names the task that failed "
+                    "first, not what ended the others: without --kill-on-bad-exit "
+                    "they waited for JAX's heartbeat timeout ('Task N heartbeat "
+                    "timeout' in the log)", _job_wrong["exit_code_alone"]),
+            Mistake("a heartbeat timeout fails the shutdown barrier too, so the log "
+                    "has both messages: the heartbeat timeout is what ended the job",
+                    _job_wrong["barrier_first"]),
+            Mistake("the waiting processes print a traceback of their own "
+                    "(jax.errors.JaxRuntimeError: Gloo all-reduce failed) when a "
+                    "partner leaves: only an error of the program itself means that "
+                    "a process raised", _job_wrong["any_traceback"]),
+            Mistake("FAILED says only that the job ended with an error: srun, the "
+                    "heartbeat timeout and the shutdown barrier all give it; the log "
+                    "says which", _job_wrong["state_alone"]),
+            Mistake("slurmstepd writes CANCELLED AT for every step it ends: a reason "
+                    "follows only for a time limit or a preemption (DUE TO ...), and "
+                    "the sacct state says which",
+                    _job_wrong["cancelled_is_time_limit"]),
+            Mistake("the two fixes are swapped: Slurm requeues a preempted job "
+                    "submitted with --requeue; a job that ran out of time is not "
+                    "requeued, the next job waits for it with --dependency=afterany",
+                    _job_wrong["fixes_swapped"]),
+            Mistake("JAX logs 'SIGTERM caught' whenever Slurm ends its tasks: under "
+                    "--kill-on-bad-exit as on a preemption; the sacct state says "
+                    "which", _job_wrong["sigterm_is_preemption"]),
         ],
     ),
 )

@@ -77,6 +77,32 @@ def every_failure(function: Callable, heartbeat_timeout: float,
     return out
 
 
+def every_failure_of(function: Callable, settings: list[tuple[float, float]]) -> dict:
+    """Call ``function`` for every failure under each pair of timeouts in ``settings``.
+
+    Like :func:`every_failure`, with the pair in each key, so that a rule
+    that fits only some timeouts (JAX's defaults, the chapter's) is named by
+    the pair it gets wrong.
+    """
+    return {f"{key}, heartbeat_timeout={heartbeat:g}, "
+            f"shutdown_timeout={shutdown:g}": value
+            for heartbeat, shutdown in settings
+            for key, value in every_failure(function, heartbeat, shutdown).items()}
+
+
+def random_timeouts(count: int = 16) -> Callable[[np.random.Generator], tuple]:
+    """Build inputs: ``count`` random (heartbeat, shutdown) timeouts, never equal."""
+    def build(rng: np.random.Generator) -> tuple:
+        settings: list[tuple[float, float]] = []
+        while len(settings) < count:
+            heartbeat, shutdown = (float(v) for v in rng.integers(1, 901, 2) / 2)
+            if heartbeat != shutdown and (heartbeat, shutdown) not in settings:
+                settings.append((heartbeat, shutdown))
+        return (settings,)
+
+    return build
+
+
 def _indices(out: Any) -> Any:
     if isinstance(out, (list, tuple)):
         # An empty list has no dtype of its own: it holds no index, of any type.

@@ -1,12 +1,14 @@
 """Named wrong answers of chapter 7's exercises, as a learner writes them.
 
 :mod:`solutions.multiprocess` names one in the feedback when an answer
-returns what it returns: here those of ``process_rows``, ``epoch_records``
-and ``seconds_to_end``. (The launched exercises keep theirs beside their
+returns what it returns: here those of ``process_rows``, ``epoch_records``,
+``seconds_to_end`` and ``job_ending``. (The launched exercises keep theirs beside their
 references, where the harness marks them.)
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -102,3 +104,82 @@ def _rows_ceil(n, index, count):
 
 def _rows_inclusive(n, index, count):
     return np.array_split(np.arange(n + 1), count)[index]
+
+
+# ---- job_ending ------------------------------------------------------------
+# Each takes the reference's reading and gets one rule wrong, as a rule that
+# fits the jobs one has seen does. The reference comes in as an argument
+# (:func:`job_ending_mistakes`): this module is imported by
+# :mod:`solutions.multiprocess`, and does not import it back.
+
+_LATER = "save, then resubmit with --dependency=afterany"
+_REQUEUE = "save, and submit with --requeue"
+
+
+def _job_exit_code_alone(reference, log, sacct):
+    # srun's "Exited with exit code 1" taken for the ending, whatever followed.
+    if "Exited with exit code 1" in log and sacct.split()[2] == "FAILED":
+        return "kill-on-bad-exit", "fix the failing task"
+    return reference(log, sacct)
+
+
+def _job_barrier_first(reference, log, sacct):
+    # "Shutdown barrier has failed" read before "heartbeat timeout".
+    if sacct.split()[2] == "FAILED" and "Shutdown barrier has failed" in log:
+        return reference(log.replace("heartbeat timeout", ""), sacct)
+    return reference(log, sacct)
+
+
+def _job_any_traceback(reference, log, sacct):
+    # Any traceback taken for the program's own error.
+    ending, fix = reference(log, sacct)
+    if ending == "shutdown barrier":
+        return ending, ("exit at once on an exception" if "Traceback" in log
+                        else "agree on the number of steps")
+    return ending, fix
+
+
+def _job_state_alone(reference, log, sacct):
+    # FAILED taken for one ending.
+    if sacct.split()[2] == "FAILED":
+        return "kill-on-bad-exit", "fix the failing task"
+    return reference(log, sacct)
+
+
+def _job_cancelled_is_time_limit(reference, log, sacct):
+    # slurmstepd's "CANCELLED AT" taken for the time limit.
+    if "CANCELLED AT" in log:
+        return "time limit", _LATER
+    return reference(log, sacct)
+
+
+def _job_fixes_swapped(reference, log, sacct):
+    # Requeue for a time limit, a new job after a preemption.
+    ending, fix = reference(log, sacct)
+    return ending, {_LATER: _REQUEUE, _REQUEUE: _LATER}.get(fix, fix)
+
+
+def _job_sigterm_is_preemption(reference, log, sacct):
+    # JAX's "SIGTERM caught" taken for a preemption.
+    if "SIGTERM caught" in log and sacct.split()[2] != "TIMEOUT":
+        return "preemption", _REQUEUE
+    return reference(log, sacct)
+
+
+def job_ending_mistakes(reference: Callable) -> dict[str, Callable]:
+    """Return ``job_ending``'s named mistakes, each a wrong reading of ``reference``.
+
+    Keyed by the mistake's name (``"exit_code_alone"`` ...); each takes
+    ``(log, sacct)``, as the exercise does.
+    """
+    def bind(mistake: Callable) -> Callable:
+        def wrong(log, sacct):
+            return mistake(reference, log, sacct)
+
+        wrong.__name__ = wrong.__qualname__ = mistake.__name__
+        return wrong
+
+    return {m.__name__.removeprefix("_job_"): bind(m) for m in (
+        _job_exit_code_alone, _job_barrier_first, _job_any_traceback,
+        _job_state_alone, _job_cancelled_is_time_limit, _job_fixes_swapped,
+        _job_sigterm_is_preemption)}

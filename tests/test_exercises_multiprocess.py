@@ -29,7 +29,7 @@ from jaxcourse.exercises.explorers_multiprocess import (
     row_layout,
     split_problem,
 )
-from solutions import multiprocess, multiprocess_harness
+from solutions import multiprocess, multiprocess_cases, multiprocess_harness
 
 
 @pytest.fixture()
@@ -58,7 +58,8 @@ def test_process_rows_reference_covers_every_record_once() -> None:
 
 def test_simulated_processes_really_iterate_sets_differently() -> None:
     metrics_of = multiprocess_harness._metrics_of
-    orders = {tuple(set(metrics_of(p, multiprocess.MORE_METRICS[p]))) for p in range(4)}
+    orders = {tuple(set(metrics_of(p, multiprocess_cases.MORE_METRICS[p])))
+              for p in range(4)}
     assert len(orders) > 1
 
 
@@ -171,9 +172,9 @@ def test_global_batch_checks_in_prepared_processes() -> None:
 
 
 def test_global_batch_launch_varies_lengths_and_rows() -> None:
-    rows = {r for r, _, _ in multiprocess.GLOBAL_SCENARIOS}
+    rows = {r for r, _, _ in multiprocess_cases.GLOBAL_SCENARIOS}
     assert len(rows) > 1
-    for _, lengths, _ in multiprocess.GLOBAL_SCENARIOS:
+    for _, lengths, _ in multiprocess_cases.GLOBAL_SCENARIOS:
         assert len(set(lengths)) == 2
     assert multiprocess_harness.GLOBAL_DEVICES_PER_PROCESS > 1  # devices != processes
 
@@ -213,3 +214,53 @@ def test_explorer_redraws_when_the_sliders_move() -> None:
     explorer.devices.value = 1
     assert "each device holds 12" in explorer.table.value
     assert explorer.text().startswith("Batch-split explorer")
+
+
+# ---- exercise 7: seconds_to_end, random timeouts ----------------------------------
+
+
+def test_random_timeouts_differ_and_vary() -> None:
+    from solutions.multiprocess_checks import random_timeouts
+
+    (settings,) = random_timeouts()(np.random.default_rng(11))
+    assert len(set(settings)) == 16 and all(h != s for h, s in settings)
+    assert (3, 5) not in settings and (100, 300) not in settings
+
+
+# ---- exercise 8: job_ending --------------------------------------------------------
+
+
+def test_job_logs_carry_the_real_messages_of_their_ending() -> None:
+    from solutions.multiprocess_logs import KINDS, job_log, sacct_line
+
+    said = {  # what JAX 0.10.2 and Slurm print, as in chapter 7's jobs
+        "kill-on-bad-exit": ["Exited with exit code 1", "Killed", "SIGTERM caught"],
+        "heartbeat timeout": ["heartbeat timeout", "Shutdown barrier has failed",
+                              "Exited with exit code 1", "Aborted"],
+        "shutdown barrier": ["Shutdown barrier has failed", "Barrier timed out",
+                             "Aborted"],
+        "time limit": ["CANCELLED AT", "DUE TO TIME LIMIT", "SIGTERM caught"],
+        "preemption": ["CANCELLED AT", "DUE TO PREEMPTION", "SIGTERM caught"],
+        "out of memory": ["oom_kill event", "Out Of Memory"],
+    }
+    states = {"time limit": "TIMEOUT", "preemption": "PREEMPTED",
+              "out of memory": "OUT_OF_MEMORY"}
+    for job in range(2000, 2000 + 4 * len(KINDS)):
+        _, ending, _ = KINDS[job % len(KINDS)]
+        log = job_log(job)
+        assert all(text in log for text in said[ending]), (job, ending)
+        assert sacct_line(job).split()[2] == states.get(ending, "FAILED")
+        assert job_log(job) == log  # a pasted call shows the same log
+
+
+def test_job_ending_reference_reads_every_kind_right() -> None:
+    from solutions.multiprocess_logs import answer, job_log, sacct_line
+
+    for job in range(5000, 5600):
+        assert multiprocess.job_ending(job_log(job), sacct_line(job)) == answer(job)
+
+
+def test_job_ending_names_a_wrong_choice() -> None:
+    result = check("multiprocess.job_ending", lambda log, sacct: ("crash", "retry"))
+    assert not result.passed
+    assert "'crash' is not one of ENDINGS" in failures(result)

@@ -130,6 +130,7 @@ def _explorers() -> dict[str, object]:
     from jaxcourse.exercises.explorers_shard_map import CollectiveExplorer
     from jaxcourse.exercises.explorers_sharding import ShardingExplorer
     from jaxcourse.exercises.explorers_torch_data import LoaderExplorer
+    from jaxcourse.exercises.explorers_transformer import TransformerExplorer
 
     images = np.zeros((8, 28, 28), np.uint8)
     return {
@@ -140,6 +141,7 @@ def _explorers() -> dict[str, object]:
         "collective": CollectiveExplorer(run=False),
         "layout": LayoutExplorer(run=False),
         "batch split": BatchSplitExplorer(run=False),
+        "transformer": TransformerExplorer(run=False),
         # Chapter 8's explorer is Chinese already; given "en", it follows too.
         "data parallel": DataParallelExplorer(run=False, language="en"),
     }

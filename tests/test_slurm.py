@@ -28,7 +28,7 @@ from jaxcourse import slurm
 from jaxcourse.exercises.registry import get
 from jaxcourse.launch import RankFailedError
 from jaxcourse.launch.output import SrunLines
-from solutions import multiprocess, multiprocess_harness
+from solutions import multiprocess_cases, multiprocess_harness
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "book" / "07_multiprocess.ipynb"
@@ -92,6 +92,11 @@ def test_the_configuration_stays_in_the_course_folder(tmp_path, monkeypatch) -> 
     assert "PreemptType=preempt/partition_prio" in text
     assert "PreemptMode=REQUEUE" in text
     assert re.search(r"^PartitionName=urgent .*PriorityTier=2", text, re.M)
+    # Chapter 7's time-limit job holds a CPU of node1 beside the other jobs:
+    # every node has 4 at least, as configured, on any machine.
+    assert "SlurmdParameters=config_overrides" in text
+    cpus = re.findall(r"^NodeName=\S+ .*CPUs=(\d+)", text, re.M)
+    assert len(cpus) == 2 and all(int(n) >= 4 for n in cpus)
 
 
 def test_no_slurm_is_one_clear_line(tmp_path, monkeypatch) -> None:
@@ -292,7 +297,7 @@ def test_launched_checks_go_through_srun_when_the_cluster_is_up(
 
     monkeypatch.setattr(slurm, "launch_srun", counted)
     exercise = get("multiprocess.run_epoch")
-    scenarios = multiprocess.EPOCH_SCENARIOS
+    scenarios = multiprocess_cases.EPOCH_SCENARIOS
     through_srun = multiprocess_harness.launch_run_epoch(exercise.reference,
                                                          scenarios)
     assert calls == ["worker.py"]

@@ -367,4 +367,77 @@ TEXTS: dict[str, str] = {
                      "mesh {mesh}, {layout}, {chip}",
     "layout_busy": "Computing for {choice}… The greyed numbers are still the "
                    "previous choice's.",
+    # The transformer explorer (jaxcourse.exercises.explorers_transformer).
+    "tfx_config": "config",
+    "tfx_seq": "sequence length",
+    "tfx_batch": "global batch (sequences)",
+    "tfx_chip": "chip",
+    "tfx_nodes": "nodes",
+    "tfx_mesh": "mesh (FSDP×TP)",
+    "tfx_precision": "precision",
+    "tfx_remat": "remat policy",
+    "tfx_micro": "micro-batches",
+    "tfx_params": "parameters",
+    "tfx_cluster": "cluster",
+    "tfx_cluster_line": "{chips} × {chip}: {nodes} node(s) of {per}; mesh "
+                        "{data}×{model}, layout {layout}",
+    "tfx_state": "training state per device ({precision})",
+    "tfx_state_line": "{stored} between steps; {step} during the step (with the "
+                      "{dtype} copy of the weights and the gradients)",
+    "tfx_activations": "activations per device (remat {remat}, micro-batches: "
+                       "{micro})",
+    "tfx_activations_line": "{kept} kept for the backward pass ({per_token} a token × "
+                            "{tokens} tokens) + {scores} of one block's attention "
+                            "scores (float32)",
+    "tfx_gathered": "weights gathered by FSDP during the step",
+    "tfx_gathered_line": "{gathered} ({dtype}: the embedding and the output layer "
+                         "whole, and one block's weights)",
+    "tfx_memory": "memory per device",
+    "tfx_memory_line": "{memory} ({pct} of the chip's {hbm}: {verdict})",
+    "tfx_fits": "fits",
+    "tfx_too_big": "does not fit",
+    "tfx_sent": "bytes sent per device per step ({dtype})",
+    "tfx_sent_line": "{sent} ({data} over FSDP's axis, {model} over TP's)",
+    "tfx_compute": "compute time (at peak bfloat16 FLOP/s)",
+    "tfx_comm": "communication time",
+    "tfx_step": "step (roofline)",
+    "tfx_bound_compute": "compute-bound",
+    "tfx_bound_comm": "communication-bound",
+    "tfx_critical": "tokens per chip per micro-batch",
+    "tfx_critical_line": "{tokens} (compute-bound above {critical})",
+    "tfx_compiled_memory": "compiled program: memory per device",
+    "tfx_compiled_memory_line": "{arguments} arguments (formula: {formula}) + {temp} "
+                                "temporaries (formula: {inside}); XLA's peak {peak}",
+    "tfx_compiled_collectives": "compiled program: collectives (a loop's body once)",
+    "tfx_compiled_collectives_line": "{counts} (predicted: {predicted})",
+    "tfx_source": "From the chapter's formulas: the state from state_bytes and "
+                  "bytes_per_param, the activations from JAX's list of saved "
+                  "residuals traced from shapes, bytes and time from phase_bytes and "
+                  "step_time per micro-batch.",
+    "tfx_source_compiled": "The rows marked \"compiled program\" come from this step "
+                           "compiled from shapes alone for simulated CPU devices "
+                           "(transformer.compile_step); the others from the "
+                           "chapter's formulas. The compiled temporaries hold what "
+                           "the formulas count inside the step, and more: on a CPU, "
+                           "XLA keeps buffers a GPU's or TPU's compiler would fuse or "
+                           "reuse. A remat policy gathers the weights again for the "
+                           "backward pass, so the compiled program has more "
+                           "all-gathers than predicted.",
+    "tfx_not_compiled_deep": "Configs of more than {layers} layers are not compiled "
+                             "here: compiling grows with the depth.",
+    "tfx_not_compiled_devices": "Not compiled: this kernel has fewer than {chips} "
+                                "devices (call use_cpu_devices({chips}) first).",
+    "tfx_not_compiled_micro": "Not compiled: transformer.compile_step compiles one "
+                              "micro-batch; choose 1 micro-batch to compile.",
+    "tfx_invalid_batch": "A global batch of {batch} sequences does not split over "
+                         "{data} FSDP devices × {micro} micro-batches: choose a "
+                         "larger batch, fewer micro-batches or a smaller mesh.",
+    "tfx_text": "Transformer explorer: choose a LLaMA-3-shaped config, a cluster, a "
+                "mesh, a precision, a remat policy and micro-batches; see the memory "
+                "per device against the chip's, the bytes sent and the roofline's "
+                "step time.",
+    "tfx_choice": "{config}, {nodes} × {chip}, mesh {mesh}, {precision}, remat "
+                  "{remat}, {micro} micro-batches, {batch} × {seq} tokens",
+    "tfx_busy": "Computing for {choice}… The greyed numbers are still the previous "
+                "choice's.",
 }

@@ -315,4 +315,68 @@ TEXTS: dict[str, str] = {
     "layout_choice": "宽度 {width}、{layers} 个区块、全局批次 {batch}、"
                      "网格 {mesh}、{layout}、{chip}",
     "layout_busy": "正在计算：{choice}……灰色的数字仍是上一个选择的结果。",
+    # Transformer 探索器（jaxcourse.exercises.explorers_transformer）。
+    "tfx_config": "模型设置",
+    "tfx_seq": "序列长度",
+    "tfx_batch": "全局批次（序列数）",
+    "tfx_chip": "芯片",
+    "tfx_nodes": "节点数",
+    "tfx_mesh": "网格（FSDP×TP）",
+    "tfx_precision": "精度",
+    "tfx_remat": "重算（remat）策略",
+    "tfx_micro": "微批次数",
+    "tfx_params": "参数",
+    "tfx_cluster": "集群",
+    "tfx_cluster_line": "{chips} 个 {chip}：{nodes} 个节点，每个 {per} 个；网格 {data}"
+                        "×{model}，布局 {layout}",
+    "tfx_state": "每个设备的训练状态（{precision}）",
+    "tfx_state_line": "两步之间 {stored}；一步之中 {step}（加上 {dtype} 的权重副本与"
+                      "梯度）",
+    "tfx_activations": "每个设备的激活值（remat {remat}，微批次数：{micro}）",
+    "tfx_activations_line": "为反向传播保留 {kept}（每个 token {per_token} × {tokens}"
+                            " 个 token）+ 一个区块的注意力分数 {scores}（float32）",
+    "tfx_gathered": "一步之中 FSDP 收集的权重",
+    "tfx_gathered_line": "{gathered}（{dtype}：完整的嵌入层与输出层，加上一个区块的"
+                         "权重）",
+    "tfx_memory": "每个设备的内存",
+    "tfx_memory_line": "{memory}（芯片内存 {hbm} 的 {pct}：{verdict}）",
+    "tfx_fits": "放得下",
+    "tfx_too_big": "放不下",
+    "tfx_sent": "每步每个设备送出的字节（{dtype}）",
+    "tfx_sent_line": "{sent}（FSDP 的轴上 {data}，TP 的轴上 {model}）",
+    "tfx_compute": "计算时间（以 bfloat16 峰值 FLOP/s 计）",
+    "tfx_comm": "通信时间",
+    "tfx_step": "一步（roofline）",
+    "tfx_bound_compute": "受计算限制",
+    "tfx_bound_comm": "受通信限制",
+    "tfx_critical": "每个芯片每个微批次的 token 数",
+    "tfx_critical_line": "{tokens}（超过 {critical} 即受计算限制）",
+    "tfx_compiled_memory": "编译后的程序：每个设备的内存",
+    "tfx_compiled_memory_line": "参数 {arguments}（公式：{formula}）+ 临时缓冲区 "
+                                "{temp}（公式：{inside}）；XLA 的峰值 {peak}",
+    "tfx_compiled_collectives": "编译后的程序：集体通信（循环主体只算一次）",
+    "tfx_compiled_collectives_line": "{counts}（预测：{predicted}）",
+    "tfx_source": "依本章的公式计算：训练状态出自 state_bytes 与 bytes_per_param，激"
+                  "活值出自 JAX 依形状追踪列出的保留残差，送出的字节与时间出自 phas"
+                  "e_bytes 与 step_time，按每个微批次计算。",
+    "tfx_source_compiled": "标为“编译后的程序”的项目，是把这一步只依形状为模拟的 CP"
+                           "U 设备编译所得（transformer.compile_step）；其余依本章的"
+                           "公式计算。编译后的临时缓冲区包含公式在一步之中计算的部分"
+                           "，而且更多：在 CPU 上，XLA 会保留 GPU 或 TPU 的编译器会"
+                           "融合或重用的缓冲区。重算策略会在反向传播时再收集一次权重"
+                           "，所以编译后的程序的 all-gather 比预测的多。",
+    "tfx_not_compiled_deep": "超过 {layers} 层的模型设置不在这里编译：编译时间随深度"
+                             "增加。",
+    "tfx_not_compiled_devices": "没有编译：这个 Jupyter kernel 的设备少于 {chips} 个"
+                                "（请先调用 use_cpu_devices({chips})）。",
+    "tfx_not_compiled_micro": "没有编译：transformer.compile_step 只编译一个微批次；"
+                              "选 1 个微批次才会编译。",
+    "tfx_invalid_batch": "{batch} 个序列的全局批次无法分给 {data} 个 FSDP 设备 × "
+                         "{micro} 个微批次：请选较大的批次、较少的微批次或较小的网格。",
+    "tfx_text": "Transformer 探索器：选择 LLaMA-3 形状的模型设置、集群、网格、精度、"
+                "重算策略与微批次数，看每个设备的内存与芯片内存的比较、送出的字节与"
+                " roofline 估计的步骤时间。",
+    "tfx_choice": "{config}、{nodes} 个节点的 {chip}、网格 {mesh}、{precision}、"
+                  "remat {remat}、{micro} 个微批次、{batch} × {seq} 个 token",
+    "tfx_busy": "正在计算：{choice}……灰色的数字仍是上一个选择的结果。",
 }

@@ -308,4 +308,69 @@ TEXTS: dict[str, str] = {
     "layout_choice": "寬度 {width}、{layers} 個區塊、全域批次 {batch}、"
                      "網格 {mesh}、{layout}、{chip}",
     "layout_busy": "正在計算：{choice}……灰色的數字仍是上一個選擇的結果。",
+    # Transformer 探索器（jaxcourse.exercises.explorers_transformer）。
+    "tfx_config": "模型設定",
+    "tfx_seq": "序列長度",
+    "tfx_batch": "全域批次（序列數）",
+    "tfx_chip": "晶片",
+    "tfx_nodes": "節點數",
+    "tfx_mesh": "網格（FSDP×TP）",
+    "tfx_precision": "精度",
+    "tfx_remat": "重算（remat）策略",
+    "tfx_micro": "微批次數",
+    "tfx_params": "參數",
+    "tfx_cluster": "叢集",
+    "tfx_cluster_line": "{chips} 個 {chip}：{nodes} 個節點，每個 {per} 個；網格 "
+                        "{data}×{model}，佈局 {layout}",
+    "tfx_state": "每個裝置的訓練狀態（{precision}）",
+    "tfx_state_line": "兩步之間 {stored}；一步之中 {step}（加上 {dtype} 的權重"
+                      "副本與梯度）",
+    "tfx_activations": "每個裝置的啟動值（remat {remat}，微批次數：{micro}）",
+    "tfx_activations_line": "為反向傳播保留 {kept}（每個 token {per_token} × "
+                            "{tokens} 個 token）+ 一個區塊的注意力分數 {scores}"
+                            "（float32）",
+    "tfx_gathered": "一步之中 FSDP 收集的權重",
+    "tfx_gathered_line": "{gathered}（{dtype}：完整的嵌入層與輸出層，加上一個區塊的"
+                         "權重）",
+    "tfx_memory": "每個裝置的記憶體",
+    "tfx_memory_line": "{memory}（晶片記憶體 {hbm} 的 {pct}：{verdict}）",
+    "tfx_fits": "放得下",
+    "tfx_too_big": "放不下",
+    "tfx_sent": "每步每個裝置送出的位元組（{dtype}）",
+    "tfx_sent_line": "{sent}（FSDP 的軸上 {data}，TP 的軸上 {model}）",
+    "tfx_compute": "計算時間（以 bfloat16 峰值 FLOP/s 計）",
+    "tfx_comm": "通訊時間",
+    "tfx_step": "一步（roofline）",
+    "tfx_bound_compute": "受計算限制",
+    "tfx_bound_comm": "受通訊限制",
+    "tfx_critical": "每個晶片每個微批次的 token 數",
+    "tfx_critical_line": "{tokens}（超過 {critical} 即受計算限制）",
+    "tfx_compiled_memory": "編譯後的程式：每個裝置的記憶體",
+    "tfx_compiled_memory_line": "引數 {arguments}（公式：{formula}）+ 臨時緩衝區 "
+                                "{temp}（公式：{inside}）；XLA 的峰值 {peak}",
+    "tfx_compiled_collectives": "編譯後的程式：集體通訊（迴圈主體只算一次）",
+    "tfx_compiled_collectives_line": "{counts}（預測：{predicted}）",
+    "tfx_source": "依本章的公式計算：訓練狀態出自 state_bytes 與 bytes_per_param，"
+                  "啟動值出自 JAX 依形狀追蹤列出的保留殘差，送出的位元組與時間"
+                  "出自 phase_bytes 與 step_time，按每個微批次計算。",
+    "tfx_source_compiled": "標為「編譯後的程式」的項目，是把這一步只依形狀為模擬的 "
+                           "CPU 裝置編譯所得（transformer.compile_step）；其餘依本章"
+                           "的公式計算。編譯後的臨時緩衝區包含公式在一步之中計算的"
+                           "部分，而且更多：在 CPU 上，XLA 會保留 GPU 或 TPU 的編譯器"
+                           "會融合或重用的緩衝區。重算策略會在反向傳播時再收集一次"
+                           "權重，所以編譯後的程式的 all-gather 比預測的多。",
+    "tfx_not_compiled_deep": "超過 {layers} 層的模型設定不在這裡編譯：編譯時間隨深度"
+                             "增加。",
+    "tfx_not_compiled_devices": "沒有編譯：這個 Jupyter kernel 的裝置少於 {chips} 個"
+                                "（請先呼叫 use_cpu_devices({chips})）。",
+    "tfx_not_compiled_micro": "沒有編譯：transformer.compile_step 只編譯一個微批次；"
+                              "選 1 個微批次才會編譯。",
+    "tfx_invalid_batch": "{batch} 個序列的全域批次無法分給 {data} 個 FSDP 裝置 × "
+                         "{micro} 個微批次：請選較大的批次、較少的微批次或較小的網格。",
+    "tfx_text": "Transformer 探索器：選擇 LLaMA-3 形狀的模型設定、叢集、網格、精度、"
+                "重算策略與微批次數，看每個裝置的記憶體與晶片記憶體的比較、送出的"
+                "位元組與 roofline 估計的步驟時間。",
+    "tfx_choice": "{config}、{nodes} 個節點的 {chip}、網格 {mesh}、{precision}、"
+                  "remat {remat}、{micro} 個微批次、{batch} × {seq} 個 token",
+    "tfx_busy": "正在計算：{choice}……灰色的數字仍是上一個選擇的結果。",
 }

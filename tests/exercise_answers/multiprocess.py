@@ -365,3 +365,121 @@ def end_as_numpy(how, hook, kill_on_bad_exit, heartbeat, shutdown):  # correct
     gone = how == "crash" or (how == "raise" and hook)
     seconds = np.where(gone, np.where(kill_on_bad_exit, 0, heartbeat), shutdown)
     return np.float32(seconds)
+
+
+def end_fits_the_defaults_only(how, hook, kill_on_bad_exit, heartbeat, shutdown):
+    # Right for the chapter's timeouts and JAX's defaults, and for no others.
+    gone = how == "crash" or (how == "raise" and hook)
+    if gone:
+        return 0.0 if kill_on_bad_exit else (3.0 if shutdown == 5 else 100.0)
+    return 5.0 if heartbeat == 3 else 300.0
+
+
+# ---- exercise 8: job_ending -------------------------------------------------------
+
+_LATER = "save, then resubmit with --dependency=afterany"
+_REQUEUE = "save, and submit with --requeue"
+_BY_STATE = {"TIMEOUT": ("time limit", _LATER), "PREEMPTED": ("preemption", _REQUEUE),
+             "OUT_OF_MEMORY": ("out of memory", "ask for more memory")}
+
+
+def _failed(log):  # correct, for a FAILED job
+    if "heartbeat timeout" in log:
+        return "heartbeat timeout", "add --kill-on-bad-exit=1"
+    if "Shutdown barrier has failed" in log:
+        import re
+        own = re.search(r"^\d+: [A-Za-z]*Error: ", log, re.M)
+        return "shutdown barrier", ("exit at once on an exception" if own
+                                    else "agree on the number of steps")
+    return "kill-on-bad-exit", "fix the failing task"
+
+
+def job_exit_code_first(log, sacct):
+    if "Exited with exit code 1" in log and " FAILED " in sacct:
+        return "kill-on-bad-exit", "fix the failing task"
+    state = sacct.split()[2]
+    return _BY_STATE[state] if state in _BY_STATE else _failed(log)
+
+
+def job_barrier_before_heartbeat(log, sacct):
+    state = sacct.split()[2]
+    if state in _BY_STATE:
+        return _BY_STATE[state]
+    if "Shutdown barrier has failed" in log:
+        return _failed(log.replace("heartbeat timeout", "heartbeat"))
+    return _failed(log)
+
+
+def job_any_traceback(log, sacct):
+    state = sacct.split()[2]
+    if state in _BY_STATE:
+        return _BY_STATE[state]
+    ending, fix = _failed(log)
+    if ending == "shutdown barrier":
+        fix = ("exit at once on an exception" if "Traceback" in log
+               else "agree on the number of steps")
+    return ending, fix
+
+
+def job_failed_is_srun(log, sacct):
+    state = sacct.split()[2]
+    return _BY_STATE.get(state, ("kill-on-bad-exit", "fix the failing task"))
+
+
+def job_cancelled_means_time_limit(log, sacct):
+    if "CANCELLED" in log:
+        return "time limit", _LATER
+    state = sacct.split()[2]
+    return _BY_STATE[state] if state in _BY_STATE else _failed(log)
+
+
+def job_requeue_after_a_time_limit(log, sacct):
+    state = sacct.split()[2]
+    if state == "TIMEOUT":
+        return "time limit", _REQUEUE
+    if state == "PREEMPTED":
+        return "preemption", _LATER
+    return _BY_STATE[state] if state in _BY_STATE else _failed(log)
+
+
+def job_sigterm_means_preemption(log, sacct):
+    state = sacct.split()[2]
+    if "SIGTERM caught" in log and state != "TIMEOUT":
+        return "preemption", _REQUEUE
+    return _BY_STATE[state] if state in _BY_STATE else _failed(log)
+
+
+def job_with_a_table(log, sacct):  # correct
+    state = sacct.split()[2]
+    return _BY_STATE[state] if state in _BY_STATE else _failed(log)
+
+
+def job_line_by_line(log, sacct):  # correct: reads the log once, as a list
+    *_, state, _code = sacct.split()
+    if state != "FAILED":
+        return list(_BY_STATE[state])
+    seen = set()
+    for line in log.splitlines():
+        text = line.split(": ", 1)[-1]
+        if "heartbeat timeout" in text:
+            seen.add("heartbeat")
+        elif "Shutdown barrier has failed" in text:
+            seen.add("barrier")
+        elif text.split(":")[0].endswith("Error") and "." not in text.split(":")[0]:
+            seen.add("own error")
+    if "heartbeat" in seen:
+        return ["heartbeat timeout", "add --kill-on-bad-exit=1"]
+    if "barrier" in seen:
+        raised = "own error" in seen
+        return ["shutdown barrier", "exit at once on an exception" if raised
+                else "agree on the number of steps"]
+    return ["kill-on-bad-exit", "fix the failing task"]
+
+
+def job_from_the_srun_lines(log, sacct):  # correct: srun's own words first
+    state = sacct.split()[2]
+    if state in _BY_STATE:
+        return _BY_STATE[state]
+    if "Killed" in log and "Aborted" not in log:  # srun ended the others
+        return "kill-on-bad-exit", "fix the failing task"
+    return _failed(log)
