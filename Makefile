@@ -44,7 +44,7 @@ test: self lint  ## the full suite: lint, the Colab job, unit tests, nbval over 
 test-fast: self  ## unit and contract tests in this process only (no notebook, no process)
 	$(PY) -m pytest -m "not slow" --forbid-processes
 
-# The course's own Slurm cluster (~/.jax-course/slurm): chapter 7's Slurm
+# The course's own Slurm cluster (~/.jax-course/slurm): chapter 8's Slurm
 # section and `grading --slurm` run on it. The tests start it themselves when
 # they need it, and stop it afterwards if they started it. It ends with the
 # line that points your shell's squeue and sacct at it (export SLURM_CONF=...);

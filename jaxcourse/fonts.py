@@ -1,6 +1,6 @@
 """A CJK font fetched once, for machines that have none (Colab, a bare container).
 
-Chapter 8 labels its figures in Chinese. Where no installed font can draw
+Chapter 9 labels its figures in Chinese. Where no installed font can draw
 Chinese (Colab ships none), :func:`fetch_cjk_font` downloads Noto Sans from a
 pinned package of the npm registry, checks the archive against the checksum
 recorded here, keeps one face (the regular weight) under

@@ -1,4 +1,4 @@
-"""Generate the Simplified-Chinese (zh-Hans) edition of chapter 8.
+"""Generate the Simplified-Chinese (zh-Hans) edition of chapter 9.
 
 Usage::
 
@@ -11,8 +11,8 @@ derives from them, the way student notebooks derive from solution notebooks:
 ==========================================  ============================================
 master (zh-Hant)                            generated (zh-Hans)
 ==========================================  ============================================
-``book/08_dp_zh.ipynb``                     ``book/08_dp_zh_hans.ipynb``
-``solutions/08_dp_zh_exercises.ipynb``      ``solutions/08_dp_zh_hans_exercises.ipynb``
+``book/09_dp_zh.ipynb``                     ``book/09_dp_zh_hans.ipynb``
+``solutions/09_dp_zh_exercises.ipynb``      ``solutions/09_dp_zh_hans_exercises.ipynb``
 ``solutions/dp_zh.py`` (its texts)          ``solutions/dp_zh_hans_texts.json``
 ``book/glossary_zh.md``                     ``book/glossary_zh_hans.md``
 ==========================================  ============================================
@@ -98,9 +98,9 @@ STYLE_FILE = ROOT / "book" / "glossary_zh_hans_style.tsv"
 STYLE_HEADING = "## 简体中文版的用语规范"
 #: (master, generated) paths, relative to the repository root.
 PAIRS: tuple[tuple[str, str], ...] = (
-    ("book/08_dp_zh.ipynb", "book/08_dp_zh_hans.ipynb"),
-    ("solutions/08_dp_zh_exercises.ipynb",
-     "solutions/08_dp_zh_hans_exercises.ipynb"),
+    ("book/09_dp_zh.ipynb", "book/09_dp_zh_hans.ipynb"),
+    ("solutions/09_dp_zh_exercises.ipynb",
+     "solutions/09_dp_zh_hans_exercises.ipynb"),
     ("book/glossary_zh.md", "book/glossary_zh_hans.md"),
 )
 #: Exact substitutions in code (never in Chinese text): the edition's
@@ -108,7 +108,7 @@ PAIRS: tuple[tuple[str, str], ...] = (
 CODE_REWRITES: tuple[tuple[str, str], ...] = (
     ('"dp_zh.', '"dp_zh_hans.'),
     ("``dp_zh.", "``dp_zh_hans."),
-    ('CHAPTER = "08_dp_zh"', 'CHAPTER = "08_dp_zh_hans"'),
+    ('CHAPTER = "09_dp_zh"', 'CHAPTER = "09_dp_zh_hans"'),
     ('language="zh-Hant"', 'language="zh-Hans"'),
     ("(Traditional Chinese)", "(Simplified Chinese)"),
     ("Traditional Chinese (``language", "Simplified Chinese (``language"),
@@ -125,9 +125,9 @@ TEXT_REWRITES: tuple[tuple[str, str], ...] = (
      "OpenCC 加上课程的术语表 `glossary_zh_terms.tsv`）；"
      "繁体中文的原文使用台湾惯用的术语，这里换成了大陆的用语。"),
     ("glossary_zh.md", "glossary_zh_hans.md"),
-    # Whole names: "08_dp_zh" alone is the start of "08_dp_zh_hans".
-    ("08_dp_zh.ipynb", "08_dp_zh_hans.ipynb"),
-    ("08_dp_zh_exercises.ipynb", "08_dp_zh_hans_exercises.ipynb"),
+    # Whole names: "09_dp_zh" alone is the start of "09_dp_zh_hans".
+    ("09_dp_zh.ipynb", "09_dp_zh_hans.ipynb"),
+    ("09_dp_zh_exercises.ipynb", "09_dp_zh_hans_exercises.ipynb"),
 )
 #: Appended to the first Markdown cell of each generated notebook.
 EDITION_NOTE = (
@@ -304,7 +304,7 @@ def _render(master: str, target: Path, root: Path) -> str | nbformat.NotebookNod
 def style_sheet(path: Path = STYLE_FILE) -> str:
     """Return the Simplified style sheet as a Markdown section of the glossary."""
     lines = [STYLE_HEADING, "",
-             "简体中文版（第 1–8 章及其练习）对下列事物只用一种写法；"
+             "简体中文版（第 1–9 章及其练习）对下列事物只用一种写法；"
              "`python -m jaxcourse.i18n --lint` 会检查各版本中是否出现了其他写法。", "",
              "| 事物 | 本课程的写法 | 不用的写法（正则表达式） |", "|---|---|---|"]
     for line in path.read_text(encoding="utf-8").splitlines():

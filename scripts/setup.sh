@@ -9,7 +9,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${JAX_COURSE_VENV:-$HOME/.jax-course/venv}"
 NBGRADER_VENV="${JAX_COURSE_NBGRADER_VENV:-$HOME/.jax-course/venv-nbgrader}"
 # slurmctld, slurmd, slurm-client and munge: the course's own Slurm cluster
-# (make cluster; chapter 7 and grading --slurm). Installing them does not
+# (make cluster; chapter 8 and grading --slurm). Installing them does not
 # start a system-wide Slurm that the course uses: it runs its own daemons.
 # bubblewrap: the wall the grader runs each submission in (read-only files,
 # no network); without it the grader refuses unless told --no-sandbox.

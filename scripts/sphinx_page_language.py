@@ -20,7 +20,7 @@ themes and Sphinx ship for that language (:func:`theme_translations`). And an
 edition of a numbered chapter takes its English twin's number, for its title
 and every section heading (:func:`number_sections`): the editions' parts of the
 table of contents are not numbered, since Sphinx would count their pages on
-from the English chapters' last number. Chapter 8, Chinese only, is numbered
+from the English chapters' last number. Chapter 9, Chinese only, is numbered
 the same way, from its file's name (:func:`chinese_chapters`).
 """
 
@@ -74,7 +74,7 @@ def twins(extra: dict[str, dict[str, str]]) -> list[dict[str, str]]:
             for language in i18n.EDITIONS:
                 group[language] = _doc(i18n.edition_path(master, language))
             groups.append(group)
-    # Chapter 8 is Chinese only: a Traditional master and its Simplified edition.
+    # Chapter 9 is Chinese only: a Traditional master and its Simplified edition.
     chinese = {t.key: t for t in topics() if t.language != "en"}
     for key, topic in chinese.items():
         twin = chinese.get(f"{key}_hans")
@@ -91,7 +91,7 @@ def twins(extra: dict[str, dict[str, str]]) -> list[dict[str, str]]:
 def chinese_chapters(extra: dict[str, int]) -> dict[str, tuple[int]]:
     """Return ``docname -> (number,)`` for the chapters written in Chinese.
 
-    Chapter 8 has no English twin to take a number from, and its part of the
+    Chapter 9 has no English twin to take a number from, and its part of the
     table of contents is not numbered: its number is its file's (``08_…``), as
     its title there says. ``extra`` adds pages (``docname: number``).
     """

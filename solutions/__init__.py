@@ -5,7 +5,7 @@ long, helper modules ``<topic>_harness``, ``<topic>_checks``,
 ``<topic>_mistakes``) holds the reference functions of the exercises whose ids
 start with ``<topic>.`` (e.g. ``mlp.relu`` lives in
 :mod:`solutions.mlp`) and registers their checker specs with
-:func:`jaxcourse.exercises.register` when imported; chapter 8's
+:func:`jaxcourse.exercises.register` when imported; chapter 9's
 Simplified-Chinese edition (``dp_zh_hans``) is registered by
 :mod:`solutions.dp_zh` from a generated table of texts. :data:`TOPICS` is the
 manifest through which the engine finds them. The solution notebooks
@@ -33,10 +33,10 @@ TOPICS: tuple[Topic, ...] = (
           "solutions/06_scaling_exercises.ipynb", devices=8),
     Topic("transformer", "solutions.transformer", "book/07_transformer.ipynb",
           "solutions/07_transformer_exercises.ipynb"),
-    Topic("multiprocess", "solutions.multiprocess", "book/07_multiprocess.ipynb",
-          "solutions/07_multiprocess_exercises.ipynb"),
-    Topic("dp_zh", "solutions.dp_zh", "book/08_dp_zh.ipynb",
-          "solutions/08_dp_zh_exercises.ipynb", "zh-Hant", 8),
-    Topic("dp_zh_hans", "solutions.dp_zh", "book/08_dp_zh_hans.ipynb",
-          "solutions/08_dp_zh_hans_exercises.ipynb", "zh-Hans", 8),
+    Topic("multiprocess", "solutions.multiprocess", "book/08_multiprocess.ipynb",
+          "solutions/08_multiprocess_exercises.ipynb"),
+    Topic("dp_zh", "solutions.dp_zh", "book/09_dp_zh.ipynb",
+          "solutions/09_dp_zh_exercises.ipynb", "zh-Hant", 8),
+    Topic("dp_zh_hans", "solutions.dp_zh", "book/09_dp_zh_hans.ipynb",
+          "solutions/09_dp_zh_hans_exercises.ipynb", "zh-Hans", 8),
 )

@@ -1,4 +1,4 @@
-"""Reference solutions of chapter 8's exercises, in both Chinese editions.
+"""Reference solutions of chapter 9's exercises, in both Chinese editions.
 
 Importing this module registers the exercises ``dp_zh.global_normalize``,
 ``dp_zh.split_for_devices``, ``dp_zh.replicate``, ``dp_zh.pmap_step``,
@@ -59,7 +59,7 @@ from solutions.dp_zh_checks import (
     with_devices,
 )
 
-CHAPTER = "08_dp_zh"
+CHAPTER = "09_dp_zh"
 
 
 # --------------------------------------------------------------------------
@@ -409,12 +409,12 @@ EXERCISES = register(
     ),
 )
 
-# The Simplified-Chinese edition of chapter 8 (topic dp_zh_hans): the same
+# The Simplified-Chinese edition of chapter 9 (topic dp_zh_hans): the same
 # exercises, checked the same way, with every text a learner reads taken from
 # the table that `python -m jaxcourse.zh_hans` generates from the texts above.
 register(*edition(
     EXERCISES, read_texts(Path(__file__).with_name("dp_zh_hans_texts.json")),
-    key="dp_zh_hans", chapter="08_dp_zh_hans", language="zh-Hans",
+    key="dp_zh_hans", chapter="09_dp_zh_hans", language="zh-Hans",
 ))
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""The known wrong answers to chapter 8's exercises, as learners write them.
+"""The known wrong answers to chapter 9's exercises, as learners write them.
 
 :mod:`solutions.dp_zh` names each in a :class:`jaxcourse.exercises.Mistake`,
 with the message a learner reads when an answer gives the same output. The

@@ -1,4 +1,4 @@
-"""Reference code for chapter 7's exercises: keeping several processes in step.
+"""Reference code for chapter 8's exercises: keeping several processes in step.
 
 Importing this module registers the exercises ``multiprocess.process_rows``,
 ``multiprocess.common_num_steps``, ``multiprocess.sum_metrics``,
@@ -76,7 +76,7 @@ from solutions.multiprocess_mistakes import (
     job_ending_mistakes,
 )
 
-CHAPTER = "07_multiprocess"
+CHAPTER = "08_multiprocess"
 
 # --------------------------------------------------------------------------
 # Reference solutions

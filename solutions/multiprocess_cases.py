@@ -1,4 +1,4 @@
-"""The cases of chapter 7's exercises: their inputs, and how each is run.
+"""The cases of chapter 8's exercises: their inputs, and how each is run.
 
 :mod:`solutions.multiprocess` registers the exercises with these cases; the
 named mistakes of the launched exercises stay there, beside their

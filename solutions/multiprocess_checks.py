@@ -1,4 +1,4 @@
-"""Chapter 7's checks that run in this one process: simulated processes.
+"""Chapter 8's checks that run in this one process: simulated processes.
 
 The part of :mod:`solutions.multiprocess`'s checks that starts no process;
 it holds no exercise. :func:`every_process` calls a ``process_rows``-like
@@ -55,7 +55,7 @@ def every_process(function: Callable, num_records: int, process_count: int) -> t
                  for p in range(process_count))
 
 
-#: The failures of chapter 7's ``ending.py``, with or without the course's
+#: The failures of chapter 8's ``ending.py``, with or without the course's
 #: exception hook and srun's ``--kill-on-bad-exit``, in the order
 #: :func:`every_failure` asks about them.
 FAILURES = tuple((how, hook, kill) for how in ("raise", "crash", "finish")

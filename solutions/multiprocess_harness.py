@@ -1,4 +1,4 @@
-"""How chapter 7's answers are launched as several processes would run them.
+"""How chapter 8's answers are launched as several processes would run them.
 
 The launching harness of :mod:`solutions.multiprocess`, whose exercises name
 these functions as their runners; it holds no exercise.
@@ -173,7 +173,7 @@ LAUNCHER_ENV = "JAX_COURSE_CHECK_LAUNCHER"
 def launcher() -> tuple[Callable, str]:
     """Choose how a Check starts its processes: ``(launch function, in words)``.
 
-    Through ``srun`` on the course's Slurm cluster when it is up (chapter 7's
+    Through ``srun`` on the course's Slurm cluster when it is up (chapter 8's
     Slurm section, ``make cluster``), otherwise with the course's launcher.
     The grader's sandbox always uses the course's launcher: a submission's
     processes stay inside the sandbox's process tree, where the grader ends

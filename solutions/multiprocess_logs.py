@@ -1,6 +1,6 @@
-"""Job logs and ``sacct`` lines for chapter 7's exercise 8, ``job_ending``.
+"""Job logs and ``sacct`` lines for chapter 8's exercise 8, ``job_ending``.
 
-Each job here is one of the endings chapter 7 shows, written the way JAX
+Each job here is one of the endings chapter 8 shows, written the way JAX
 0.10.2 and Slurm print them (the messages are those of the chapter's own
 jobs: ``early_exit.sbatch``, ``endings.sbatch``, ``time_limit.sbatch`` and
 the preempted ``checkpointed.sbatch``), with the details that change from
@@ -31,7 +31,7 @@ __all__ = ["ENDINGS", "FIXES", "KINDS", "ending_choice", "job_calls", "job_log",
 ENDINGS = ("kill-on-bad-exit", "heartbeat timeout", "shutdown barrier",
            "time limit", "preemption", "out of memory")
 
-#: The change chapter 7 recommends after each ending.
+#: The change chapter 8 recommends after each ending.
 FIXES = ("fix the failing task", "add --kill-on-bad-exit=1",
          "exit at once on an exception", "agree on the number of steps",
          "save, then resubmit with --dependency=afterany",

@@ -1,4 +1,4 @@
-"""Named wrong answers of chapter 7's exercises, as a learner writes them.
+"""Named wrong answers of chapter 8's exercises, as a learner writes them.
 
 :mod:`solutions.multiprocess` names one in the feedback when an answer
 returns what it returns: here those of ``process_rows``, ``epoch_records``,

@@ -80,7 +80,7 @@ from jax.sharding import PartitionSpec as P
 
 scenarios = json.loads(sys.argv[1])
 rank = jax.process_index()
-# An Auto axis, as in chapter 7's scripts: the compiler places the reduction.
+# An Auto axis, as in chapter 8's scripts: the compiler places the reduction.
 mesh = jax.make_mesh((jax.device_count(),), ("batch",), axis_types=(AxisType.Auto,))
 rows = NamedSharding(mesh, P("batch"))
 

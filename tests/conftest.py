@@ -150,7 +150,7 @@ def _is_slow(item: pytest.Item) -> bool:
 # other: one of them may start the cluster and stop it at its end, and
 # test_slurm expects an empty queue.
 SLURM_FILES = ("tests/test_grading.py", "tests/test_grading_borrowed.py",
-               "tests/test_slurm.py", "book/07_multiprocess.ipynb")
+               "tests/test_slurm.py", "book/08_multiprocess.ipynb")
 # The browser tests drive Chromium and a local server (the hub's, a JupyterHub);
 # one at a time.
 BROWSER_FILES = ("tests/test_book_browser.py", "tests/test_lab_browser.py",
@@ -169,10 +169,10 @@ GROUP_SECONDS = {
     "book/02_torch_data.ipynb": 105, "tests/test_transformer.py": 200,
     "book/07_transformer.ipynb": 150, "tests/test_exercises_transformer.py": 60,
     "tests/test_data.py": 70,
-    "tests/test_nbgrader.py": 110, "book/08_dp_zh.ipynb": 50,
-    "book/08_dp_zh_hans.ipynb": 50, "tests/test_launch.py": 45,
+    "tests/test_nbgrader.py": 110, "book/09_dp_zh.ipynb": 50,
+    "book/09_dp_zh_hans.ipynb": 50, "tests/test_launch.py": 45,
     "tests/test_exercises_notebooks.py": 60, "book/04_sharding.ipynb": 35,
-    "solutions/07_multiprocess_exercises.ipynb": 25,
+    "solutions/08_multiprocess_exercises.ipynb": 25,
     "tests/test_exercise_time_limits.py": 25, "book/03_bayes.ipynb": 20,
     "tests/test_exercises_multiprocess.py": 20,
 }

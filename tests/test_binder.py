@@ -18,7 +18,7 @@ SETUP = (ROOT / "scripts" / "setup.sh").read_text(encoding="utf-8")
 # Only the browser test needs these; a Binder session has its own browser.
 BROWSER_ONLY = {"chromium", "chromium-driver"}
 # The course's Slurm cluster needs root to start its daemons, which Binder does
-# not give: chapter 7's Slurm cells say so there and skip.
+# not give: chapter 8's Slurm cells say so there and skip.
 CLUSTER_ONLY = {"slurmctld", "slurmd", "slurm-client", "munge"}
 # The grader's sandbox: grading a class is a teacher's job on their own
 # machine, and a Binder container does not allow the user namespaces that

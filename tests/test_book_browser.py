@@ -285,8 +285,8 @@ def test_an_old_address_leads_to_its_new_page(browser: object, site: str,
 # Each Chinese page, its language, and the CJK font variant a browser must draw it
 # with: under lang="en" Chromium picks Noto Sans CJK JP, whose glyphs differ.
 CHINESE_PAGES = {
-    "book/08_dp_zh": ("zh-Hant", "TC"),
-    "book/08_dp_zh_hans": ("zh-Hans", "SC"),
+    "book/09_dp_zh": ("zh-Hant", "TC"),
+    "book/09_dp_zh_hans": ("zh-Hans", "SC"),
     "book/glossary_zh": ("zh-Hant", "TC"),
     "book/glossary_zh_hans": ("zh-Hans", "SC"),
 }

@@ -91,7 +91,7 @@ def test_the_pytest_cache_exists_and_is_excluded(
 
 def test_solution_and_exercise_pages_have_their_own_titles() -> None:
     # Search results and the table of contents list both pages of a chapter:
-    # "Solutions 3: ..." (第 8 章解答) beside "Chapter 3 exercises: ..." (第 8 章練習).
+    # "Solutions 3: ..." (第 9 章解答) beside "Chapter 3 exercises: ..." (第 9 章練習).
     import nbformat
 
     from jaxcourse.course import topics

@@ -1,4 +1,4 @@
-"""Chapter 8's exercises (Traditional Chinese) beyond the contract: every text a
+"""Chapter 9's exercises (Traditional Chinese) beyond the contract: every text a
 learner reads is Chinese, and the explorer works headlessly.
 
 Every exercise's contract (the reference passes its check, wrong answers are
@@ -53,7 +53,7 @@ def test_eight_device_exercises_declare_their_devices() -> None:
 def test_texts_are_traditional_chinese(exercise_id) -> None:
     exercise = get(exercise_id)
     assert exercise.language == "zh-Hant"
-    assert exercise.chapter == "08_dp_zh"
+    assert exercise.chapter == "09_dp_zh"
     texts = [exercise.title, *exercise.hints, *(m.message for m in exercise.mistakes),
              *(c.description for c in exercise.cases)]
     assert all(CJK.search(t) for t in texts), [t for t in texts if not CJK.search(t)]

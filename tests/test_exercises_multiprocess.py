@@ -1,4 +1,4 @@
-"""Chapter 7's exercises beyond the contract, and the batch-split explorer.
+"""Chapter 8's exercises beyond the contract, and the batch-split explorer.
 
 Every exercise's contract (the reference passes its check, wrong answers are
 named, alternatives accepted, the student notebook) is checked for every
@@ -183,7 +183,7 @@ def test_global_batch_launch_varies_lengths_and_rows() -> None:
 
 
 def test_layout_matches_the_chapter() -> None:
-    # Chapter 7's load_data.py: 10,000 rows, 4 processes x 2 devices.
+    # Chapter 8's load_data.py: 10,000 rows, 4 processes x 2 devices.
     blocks = row_layout(10_000, 4, 2)
     assert [(b.process, b.local_device, b.start, b.stop) for b in blocks[2:4]] == [
         (1, 0, 2500, 3750), (1, 1, 3750, 5000)]
@@ -233,7 +233,7 @@ def test_random_timeouts_differ_and_vary() -> None:
 def test_job_logs_carry_the_real_messages_of_their_ending() -> None:
     from solutions.multiprocess_logs import KINDS, job_log, sacct_line
 
-    said = {  # what JAX 0.10.2 and Slurm print, as in chapter 7's jobs
+    said = {  # what JAX 0.10.2 and Slurm print, as in chapter 8's jobs
         "kill-on-bad-exit": ["Exited with exit code 1", "Killed", "SIGTERM caught"],
         "heartbeat timeout": ["heartbeat timeout", "Shutdown barrier has failed",
                               "Exited with exit code 1", "Aborted"],

@@ -1,4 +1,4 @@
-"""The Chinese editions of chapters 1-7 and their exercises (``jaxcourse.i18n``).
+"""The Chinese editions of chapters 1-8 and their exercises (``jaxcourse.i18n``).
 
 Each edition is generated from its English master and one Simplified-Chinese
 gettext catalog: the catalogs and editions are current; an edition's code is

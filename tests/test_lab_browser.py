@@ -2,7 +2,7 @@
 
 A real JupyterLab server starts on 127.0.0.1 with a token, over a private
 folder holding copies of two student notebooks (the English one of chapter 3
-and the Traditional-Chinese one of chapter 8). For each: open it, Run All, type
+and the Traditional-Chinese one of chapter 9). For each: open it, Run All, type
 a correct answer into the first exercise, run it and press Check (every test
 must pass), type a wrong answer and press Check (the panel must name the
 mistake), press Hint and Show solution (their text must appear), and move a
@@ -88,7 +88,7 @@ LEARNERS = [
         kernel_gone="The kernel restarted: run the cells above again.",
     ),
     Learner(
-        notebook="08_dp_zh_exercises.ipynb",
+        notebook="09_dp_zh_exercises.ipynb",
         function="global_normalize",
         right="def global_normalize(grid): return jax.pmap(jax.vmap("
               "lambda x: x / lax.psum(x, ('i', 'j')), axis_name='j'), "

@@ -142,7 +142,7 @@ def _explorers() -> dict[str, object]:
         "layout": LayoutExplorer(run=False),
         "batch split": BatchSplitExplorer(run=False),
         "transformer": TransformerExplorer(run=False),
-        # Chapter 8's explorer is Chinese already; given "en", it follows too.
+        # Chapter 9's explorer is Chinese already; given "en", it follows too.
         "data parallel": DataParallelExplorer(run=False, language="en"),
     }
 

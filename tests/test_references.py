@@ -65,7 +65,7 @@ def test_stores_stay_small():
 
 
 def test_an_edition_is_stored_once_beside_its_twin():
-    # Chapter 8's Simplified-Chinese exercises run the Traditional ones'
+    # Chapter 9's Simplified-Chinese exercises run the Traditional ones'
     # functions on the same cases: their entries only point at their twins.
     path = store_path(references_writer.module_files()["solutions.dp_zh"][0])
     entries = json.loads(path.read_text(encoding="utf-8").partition("\n")[2])

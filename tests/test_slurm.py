@@ -1,5 +1,5 @@
 """The course's Slurm cluster: start/stop, srun with the launcher's interface,
-chapter 7's launched Checks through srun, and its Slurm cells without Slurm.
+chapter 8's launched Checks through srun, and its Slurm cells without Slurm.
 
 The slow tests use the real cluster (``slurm_cluster``: started once per
 session, stopped at the end if the session started it); where Slurm is not
@@ -31,7 +31,7 @@ from jaxcourse.launch.output import SrunLines
 from solutions import multiprocess_cases, multiprocess_harness
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAPTER = ROOT / "book" / "07_multiprocess.ipynb"
+CHAPTER = ROOT / "book" / "08_multiprocess.ipynb"
 
 PSUM = """
     import os
@@ -88,11 +88,11 @@ def test_the_configuration_stays_in_the_course_folder(tmp_path, monkeypatch) -> 
     assert "NodeName=node1 NodeAddr=127.0.0.1" in text
     assert "NodeName=node2 NodeAddr=127.0.0.2" in text
     assert "CommunicationParameters=NoInAddrAny" in text
-    # Chapter 7's preemption: `urgent` jobs requeue the `course` jobs in their way.
+    # Chapter 8's preemption: `urgent` jobs requeue the `course` jobs in their way.
     assert "PreemptType=preempt/partition_prio" in text
     assert "PreemptMode=REQUEUE" in text
     assert re.search(r"^PartitionName=urgent .*PriorityTier=2", text, re.M)
-    # Chapter 7's time-limit job holds a CPU of node1 beside the other jobs:
+    # Chapter 8's time-limit job holds a CPU of node1 beside the other jobs:
     # every node has 4 at least, as configured, on any machine.
     assert "SlurmdParameters=config_overrides" in text
     cpus = re.findall(r"^NodeName=\S+ .*CPUs=(\d+)", text, re.M)
@@ -334,7 +334,7 @@ def epoch_only_process_zero_steps(local_data, batch_size, step):
 
 
 def _slurm_cells() -> str:
-    """Chapter 7's cells tagged ``slurm``, as one script (``%%writefile`` done)."""
+    """Chapter 8's cells tagged ``slurm``, as one script (``%%writefile`` done)."""
     nb = json.loads(CHAPTER.read_text(encoding="utf-8"))
     parts = ["from pathlib import Path"]
     for cell in nb["cells"]:

@@ -1,4 +1,4 @@
-"""The Simplified-Chinese (zh-Hans) edition of chapter 8, generated from the
+"""The Simplified-Chinese (zh-Hans) edition of chapter 9, generated from the
 Traditional-Chinese masters by ``python -m jaxcourse.zh_hans``.
 
 The edition is up to date (``--check``); no Traditional-only character or
@@ -25,7 +25,7 @@ from jaxcourse import zh_hans  # noqa: E402  (after the skip: it needs OpenCC)
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATED = [ROOT / generated for _, generated in zh_hans.PAIRS] + [
-    ROOT / "exercises" / "08_dp_zh_hans_exercises.ipynb"
+    ROOT / "exercises" / "09_dp_zh_hans_exercises.ipynb"
 ]
 MASTERS = [ROOT / master for master, _ in zh_hans.PAIRS] + [
     ROOT / "jaxcourse" / "exercises" / "explorers_dp_zh.py",
@@ -74,12 +74,12 @@ def test_check_fails_when_a_master_changes(tmp_path: Path) -> None:
     glossary = tmp_path / "book" / "glossary_zh.md"
     glossary.write_text(glossary.read_text(encoding="utf-8") + "\n新的裝置。\n",
                         encoding="utf-8")
-    nb_path = tmp_path / "book" / "08_dp_zh.ipynb"
+    nb_path = tmp_path / "book" / "09_dp_zh.ipynb"
     nb = nbformat.read(nb_path, as_version=4)
     nb.cells[0].source += "\n新增的一句。"
     nbformat.write(nb, nb_path)
     assert sorted(zh_hans.out_of_date(tmp_path)) == [
-        "book/08_dp_zh_hans.ipynb", "book/glossary_zh_hans.md"]
+        "book/09_dp_zh_hans.ipynb", "book/glossary_zh_hans.md"]
 
 
 @pytest.mark.parametrize("path", GENERATED, ids=lambda p: p.name)
@@ -189,8 +189,8 @@ def test_explorer_speaks_simplified_chinese() -> None:
 def test_edition_exercises_are_simplified_twins() -> None:
     from jaxcourse.exercises import by_chapter, check, get
 
-    hant = by_chapter()["08_dp_zh"]
-    hans = by_chapter()["08_dp_zh_hans"]
+    hant = by_chapter()["09_dp_zh"]
+    hans = by_chapter()["09_dp_zh_hans"]
     assert [i.replace("dp_zh_hans.", "dp_zh.") for i in hans] == hant
     t2s = opencc.OpenCC("t2s")
     for exercise_id in hans:
@@ -222,7 +222,7 @@ def test_edition_figures_use_a_simplified_chinese_font() -> None:
     assert font_covers(family, "数据并行设备损失准确率梯度")
     if font_covers("Noto Sans CJK SC"):
         assert family == "Noto Sans CJK SC"
-    nb = nbformat.read(ROOT / "book" / "08_dp_zh_hans.ipynb", as_version=4)
+    nb = nbformat.read(ROOT / "book" / "09_dp_zh_hans.ipynb", as_version=4)
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     assert 'use_cjk_font(CJK_FONTS_SC, script="SC")' in code
 
@@ -240,7 +240,7 @@ TAIWAN_PHRASINGS = {
 
 def _zh_hans_files() -> list[Path]:
     root = Path(__file__).resolve().parents[1]
-    # Chapter 8's edition, and the zh_hans/ editions of chapters 1-7 (jaxcourse.i18n).
+    # Chapter 9's edition, and the zh_hans/ editions of chapters 1-8 (jaxcourse.i18n).
     found = [p for folder in ("book", "exercises", "solutions")
              for p in sorted((root / folder).glob("*zh_hans*"))
              + sorted((root / folder).glob("zh_hans/*"))

@@ -1,4 +1,4 @@
-"""Wrong answers written from the exercise text alone (chapters 7-8): see benchmarks/named_mistakes.py."""  # noqa: E501
+"""Wrong answers written from the exercise text alone (chapters 8-9): see benchmarks/named_mistakes.py."""  # noqa: E501
 
 from __future__ import annotations
 

@@ -97,7 +97,7 @@ def _grade_id(text: str) -> str:
 
 def _exercise_name(exercise_id: str) -> str:
     # A notebook's exercises share their topic, and the two editions of
-    # chapter 8 differ only in it (dp_zh, dp_zh_hans): without it, the
+    # chapter 9 differ only in it (dp_zh, dp_zh_hans): without it, the
     # generated edition carries the right grade ids already.
     return exercise_id.rsplit(".", 1)[-1]
 

@@ -33,7 +33,7 @@ STUDENTS = ROOT / Path(course.topics()[0].student).parent
 
 #: A solution notebook's title and its student notebook's, so that the book's
 #: search and table of contents tell the two pages apart: "Solutions 3: ..."
-#: becomes "Chapter 3 exercises: ...", and "第 8 章解答" becomes "第 8 章練習"
+#: becomes "Chapter 3 exercises: ...", and "第 9 章解答" becomes "第 9 章練習"
 #: (练习 in the Simplified-Chinese edition).
 TITLES: tuple[tuple[re.Pattern, dict[str, str]], ...] = (
     (re.compile(r"^# Solutions (\d+): "), {"en": r"# Chapter \1 exercises: "}),

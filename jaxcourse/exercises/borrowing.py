@@ -32,7 +32,7 @@ helpers that notebooks import from the course (meshes, data, ``loss_fn``)
 never do. Like the grader's guard, this is a tripwire for handing in the
 reference, not a wall: code written to hide the reference (its source
 rewritten before ``exec``, outputs computed while the cells ran) passes, and
-what runs in another process (chapter 7's launched cases, a data loader's
+what runs in another process (chapter 8's launched cases, a data loader's
 workers) or in a thread started before the checks is seen only for what the
 function is, not for what it runs.
 

@@ -1,4 +1,4 @@
-"""Chapter 8's explorer: devices, per-device batch and the span of a psum.
+"""Chapter 9's explorer: devices, per-device batch and the span of a psum.
 
 :class:`DataParallelExplorer` lets the learner choose the number of devices,
 the per-device batch size and the named axes a ``lax.psum`` spans, and shows

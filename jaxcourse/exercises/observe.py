@@ -35,7 +35,7 @@ from .time_limit import _TimeUp as _TimeUp
 
 # Observation, Node, TimeLimitError, call_with_time_limit, time_left,
 # case_time_limits, _TimeUp and WARM_UP_ENV moved to the modules above; they
-# stay importable from here for the tests, the benchmarks and chapter 7's
+# stay importable from here for the tests, the benchmarks and chapter 8's
 # harness, which import them by this module's name.
 __all__ = [
     "WARM_UP_ENV",

@@ -2,7 +2,7 @@
 
 A first Check in a fresh kernel waits for much more than the learner's own
 function: JAX importing its parts, tracing the library functions the answer
-calls, loading their lowering rules; chapter 7's launched cases start whole
+calls, loading their lowering rules; chapter 8's launched cases start whole
 processes. :func:`warm_up`, called by the exercise's panel when it is shown
 and after each Check, does that work in advance. It judges nothing and never
 fails a Check: whatever fails here, the Check does itself.
@@ -31,7 +31,7 @@ def warm_up(exercise: Exercise) -> list[Any]:
     lowering rules. So each case runs the reference once, unjudged, with the
     case's own inputs, shapes and transform; a learner's answer that calls the
     same library functions then finds them traced. A case with a ``warm_up``
-    of its own calls that instead (chapter 7's launched cases start their
+    of its own calls that instead (chapter 8's launched cases start their
     processes, which then wait for the learner's function).
 
     The exercise's panel calls it when it is shown and after each Check.

@@ -14,7 +14,7 @@ student notebooks), which Poedit, Weblate, Babel and ``sphinx-intl`` read. The
 Traditional-Chinese (Taiwan) text is generated from it: the course's term table
 (:data:`TERMS_FILE`, mainland term, Taiwan term) applied to whole words (jieba
 cuts the sentence: :mod:`.words`), then OpenCC's Simplified-to-Taiwan phrase
-conversion (``s2twp``), the reverse of chapter 8's pipeline
+conversion (``s2twp``), the reverse of chapter 9's pipeline
 (:mod:`jaxcourse.zh_hans`). A Taiwan reader's corrections are reviewed
 overrides in ``book/locales/zh_Hant/LC_MESSAGES/`` (:mod:`.overrides`), which
 go stale when the Simplified text they corrected changes. The lint also checks

@@ -114,7 +114,7 @@ def _twins() -> dict[tuple[str, str], str]:
         for master in family.masters:
             for language in EDITIONS:
                 found[(master, language)] = edition_path(master, language)
-    # Chapter 8 is Chinese only: each script has its own notebook.
+    # Chapter 9 is Chinese only: each script has its own notebook.
     chinese = [t for t in course.topics() if t.language != "en"]
     for topic in chinese:
         for twin in chinese:
@@ -219,9 +219,9 @@ def _render(family: Family, root: Path = ROOT) -> dict[str, str]:
 
 #: Pages written in Simplified Chinese, and their generated Traditional twins.
 PAGES = (("book/zh_hans/index.md", "book/zh_hant/index.md"),)
-#: Where a Traditional page points elsewhere than its Simplified source: chapter 8
+#: Where a Traditional page points elsewhere than its Simplified source: chapter 9
 #: and its glossary have a Traditional master.
-HANT_LINKS = (("../08_dp_zh_hans)", "../08_dp_zh)"),
+HANT_LINKS = (("../09_dp_zh_hans)", "../09_dp_zh)"),
               ("../glossary_zh_hans)", "../glossary_zh)"))
 
 

@@ -1,7 +1,7 @@
 """Regional usage in the Chinese editions: Taiwan words in zh-Hant, mainland in zh-Hans.
 
-Two lints read the prose of every edition notebook (chapters 1-7 in both
-scripts, chapter 8 and its Simplified edition) and their exercises' texts:
+Two lints read the prose of every edition notebook (chapters 1-8 in both
+scripts, chapter 9 and its Simplified edition) and their exercises' texts:
 
 - :func:`usage_findings`: a mainland-only word in zh-Hant, or a Taiwan-only
   word in zh-Hans. The words come from OpenCC's own Taiwan dictionaries

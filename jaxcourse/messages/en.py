@@ -235,7 +235,7 @@ TEXTS: dict[str, str] = {
     "collective_text": "Collective explorer: choose a collective, the number of "
     "devices and the entries per device; every device's block before and after, "
     "the compiled collective and the bytes sent update.",
-    # Chapter 7's batch-split explorer.
+    # Chapter 8's batch-split explorer.
     "split_processes": "processes",
     "split_devices": "devices per process",
     "split_batch": "global batch",
@@ -256,7 +256,7 @@ TEXTS: dict[str, str] = {
     "split_xlabel": "row of the global batch ({batch} rows)",
     "split_text": "Batch-split explorer: choose the processes, devices per "
     "process and global batch size; the rows each device holds update.",
-    # Chapter 8's data-parallel explorer.
+    # Chapter 9's data-parallel explorer.
     "dp_name": "Data-parallel explorer",
     "dp_devices": "devices",
     "dp_per_device": "batch per device",

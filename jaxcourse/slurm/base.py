@@ -46,7 +46,7 @@ CLIENTS = ("sbatch", "srun", "squeue", "sinfo", "scontrol", "scancel", "sacct")
 DAEMONS = ("munged", "slurmctld", "slurmd")
 PARTITION = "course"
 #: A second partition on the same nodes whose jobs preempt those of
-#: :data:`PARTITION` (chapter 7's preemption and requeue).
+#: :data:`PARTITION` (chapter 8's preemption and requeue).
 URGENT = "urgent"
 
 

@@ -72,7 +72,7 @@ def _config(c: Cluster, nodes: list[tuple[str, str]], ports: tuple[int, int]) ->
     user = getpass.getuser()
     # At least 4 CPUs per node, whatever this machine has (config_overrides,
     # below, makes slurmd take them as configured): with --overcommit each job
-    # holds one, and chapter 7 keeps one job running beside the others on
+    # holds one, and chapter 8 keeps one job running beside the others on
     # node1 while tests may add theirs. On 2 cores, node1 would otherwise be
     # full, and a job sent to node2 instead could not start its srun steps.
     cpus = max(os.cpu_count() or 1, 4)
@@ -100,7 +100,7 @@ SlurmctldLogFile={c.log('slurmctld')}
 SlurmdLogFile={c.log_dir}/slurmd-%n.log
 PlugStackConfig={c.root / 'etc' / 'plugstack.conf'}
 # No cgroups here: processes are tracked by their parents, and tasks are not
-# bound to CPUs (the 4-task jobs of chapter 7 share this machine's cores).
+# bound to CPUs (the 4-task jobs of chapter 8 share this machine's cores).
 SlurmdParameters=config_overrides
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none

@@ -2,7 +2,7 @@
 
 :func:`submit` hands a batch script to ``sbatch``, :func:`wait` waits for
 every task of it with a time limit (and cancels it after), :func:`job_state`
-and :func:`job_states` read ``scontrol show job``. The rest serve chapter 7's
+and :func:`job_states` read ``scontrol show job``. The rest serve chapter 8's
 cells and the grader: a job's ``srun --label`` output per task
 (:func:`job_output`), srun's lines about failed tasks (:func:`srun_errors`),
 one line of a job's fields (:func:`describe`), any Slurm command's answer

@@ -1,7 +1,7 @@
 """``srun`` with the interface of the course's launcher (:func:`launch_srun`).
 
 Runs a program as ``num_processes`` Slurm tasks on the course's cluster and
-returns what :func:`jaxcourse.launch.launch` returns, so that chapter 7 and
+returns what :func:`jaxcourse.launch.launch` returns, so that chapter 8 and
 the multi-process checks can launch through Slurm when the cluster is up and
 through the course's launcher otherwise. A rank that failed is read from
 srun's own report, passing over ranks that only failed because another did.

@@ -9,7 +9,7 @@ fragment of the report (or a list of fragments, all of which must be there),
 filled into the student notebook, or ``master = true``), with the ``scores``
 and ``feedback`` they must get.
 
-Chapter 8's Simplified-Chinese edition (topic ``dp_zh_hans``) is a generated
+Chapter 9's Simplified-Chinese edition (topic ``dp_zh_hans``) is a generated
 twin of ``dp_zh``: it is checked with ``dp_zh``'s answers (:data:`TWINS`), and
 the tests convert their fragments as the edition's texts are converted.
 

@@ -1,4 +1,4 @@
-"""Answers to chapter 8's exercises (topic ``dp_zh``), as learners write them.
+"""Answers to chapter 9's exercises (topic ``dp_zh``), as learners write them.
 
 What checking each must give is in ``dp_zh.toml``. The same answers check the
 Simplified-Chinese edition (``dp_zh_hans``): its exercises are generated

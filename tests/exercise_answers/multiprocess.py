@@ -1,4 +1,4 @@
-"""Answers to chapter 7's exercises (topic ``multiprocess``), as learners write them.
+"""Answers to chapter 8's exercises (topic ``multiprocess``), as learners write them.
 
 What checking each must give is in ``multiprocess.toml``. The checks of
 ``run_epoch`` and ``global_batch`` launch these answers in 2 real JAX

@@ -1,0 +1,421 @@
+"""The known wrong answers to the transformer chapter's exercises.
+
+Written as learners write them. :mod:`solutions.transformer` names each of
+these in a :class:`jaxcourse.exercises.Mistake`, with the message a learner
+reads when an answer gives the same output; one section per exercise, in the
+chapter's order. Each takes the arguments of the exercise's reference.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
+
+from jaxcourse import transformer
+
+# ---- count_params -----------------------------------------------------------
+
+
+def _layer(cfg, kv_heads=None, mlp_mats=3, norms=2):
+    d, h = cfg.d_model, cfg.head_dim
+    kv = cfg.kv_heads if kv_heads is None else kv_heads
+    return (2 * d * cfg.heads * h + 2 * d * kv * h + mlp_mats * d * cfg.hidden
+            + norms * d)
+
+
+def count_without_gqa(cfg, tied=False):
+    """Keys and values as wide as the queries: multi-head, not grouped-query."""
+    return (cfg.layers * _layer(cfg, kv_heads=cfg.heads) + cfg.d_model
+            + cfg.vocab * cfg.d_model * (1 if tied else 2))
+
+
+def count_two_matrix_mlp(cfg, tied=False):
+    """Count a classic MLP of two matrices: SwiGLU's gate forgotten."""
+    return (cfg.layers * _layer(cfg, mlp_mats=2) + cfg.d_model
+            + cfg.vocab * cfg.d_model * (1 if tied else 2))
+
+
+def count_without_norms(cfg, tied=False):
+    """Leave the RMSNorm scales out."""
+    return cfg.layers * _layer(cfg, norms=0) + cfg.vocab * cfg.d_model * (
+        1 if tied else 2)
+
+
+def count_always_untied(cfg, tied=False):
+    """Count the output layer even when it is the embedding."""
+    return transformer.param_count(cfg)
+
+
+def count_without_output_layer(cfg, tied=False):
+    """Never count the output layer: one table of vocab × d, tied or not."""
+    return transformer.param_count(cfg) - cfg.vocab * cfg.d_model
+
+
+# ---- bytes_per_param -------------------------------------------------------
+
+
+def _size(dtype) -> int:
+    return jnp.dtype(dtype).itemsize
+
+
+def _row(weights, master, grads, adam, stored):
+    return {"weights": weights, "master": master, "grads": grads, "adam": adam,
+            "total": weights + master + grads + adam, "stored": stored}
+
+
+def bytes_master_always(precision):
+    """Count a master copy even when the step computes in the stored dtype."""
+    c, s, m = (_size(precision.compute), _size(precision.store),
+               _size(precision.moments))
+    return _row(c, s, c, 2 * m, s + 2 * m)
+
+
+def bytes_one_moment(precision):
+    """Adam's state counted as one moment: it keeps two (mean and variance)."""
+    c, s, m = (_size(precision.compute), _size(precision.store),
+               _size(precision.moments))
+    master = s if s != c else 0
+    return _row(c, master, c, m, s + m)
+
+
+def bytes_grads_stored(precision):
+    """Gradients counted in the stored dtype, not in the dtype the step computes in."""
+    c, s, m = (_size(precision.compute), _size(precision.store),
+               _size(precision.moments))
+    master = s if s != c else 0
+    return _row(c, master, s, 2 * m, s + 2 * m)
+
+
+def bytes_moments_compute(precision):
+    """Adam's moments counted in the compute dtype, not in their own."""
+    c, s = _size(precision.compute), _size(precision.store)
+    master = s if s != c else 0
+    return _row(c, master, c, 2 * c, s + 2 * c)
+
+
+def bytes_stored_with_grads(precision):
+    """Count the gradients as stored between steps: they live inside one."""
+    c, s, m = (_size(precision.compute), _size(precision.store),
+               _size(precision.moments))
+    master = s if s != c else 0
+    return _row(c, master, c, 2 * m, s + c + 2 * m)
+
+
+# ---- activation_bytes_per_token ---------------------------------------------
+
+
+def _itemsize(precision):
+    return 4 if precision == "float32" else 2
+
+
+def _activations(cfg, remat, precision):
+    """Give what the slips below depart from."""
+    d, kv = cfg.d_model, cfg.kv_heads * cfg.head_dim
+    kept = {"full": d, "names": 2 * d + cfg.hidden,
+            "dots": 3 * d + 2 * kv + 2 * cfg.hidden}[remat]
+    return cfg.layers * kept * _itemsize(precision)
+
+
+def activations_one_layer(cfg, remat, precision):
+    """One block's residuals: the scan keeps them for every layer."""
+    return _activations(cfg, remat, precision) / cfg.layers
+
+
+def activations_float32(cfg, remat, precision):
+    """Count float32 whatever the scheme: mixed precision keeps bfloat16."""
+    return _activations(cfg, remat, "float32")
+
+
+def activations_dots_without_gqa(cfg, remat, precision):
+    """Count keys and values d wide: grouped-query attention narrows them."""
+    if remat != "dots":
+        return _activations(cfg, remat, precision)
+    d = cfg.d_model
+    return cfg.layers * (5 * d + 2 * cfg.hidden) * _itemsize(precision)
+
+
+def activations_full_keeps_nothing(cfg, remat, precision):
+    """Full remat keeps nothing: the block's input is kept to recompute it from."""
+    if remat == "full":
+        return 0
+    return _activations(cfg, remat, precision)
+
+
+def activations_names_gate_and_up(cfg, remat, precision):
+    """Keep gate and up under "names": it keeps their product, mlp_hidden."""
+    if remat != "names":
+        return _activations(cfg, remat, precision)
+    d = cfg.d_model
+    return cfg.layers * (2 * d + 2 * cfg.hidden) * _itemsize(precision)
+
+
+# ---- flops_per_token ---------------------------------------------------------
+
+
+def _attention(cfg, seq):
+    return 12.0 * cfg.layers * seq * cfg.heads * cfg.head_dim
+
+
+def flops_all_params(cfg, seq):
+    """6 × every parameter: the embedding is a lookup and a norm's scale no product."""
+    return 6.0 * transformer.param_count(cfg) + _attention(cfg, seq)
+
+
+def flops_forward_only(cfg, seq):
+    """Count the forward pass alone: the backward pass costs twice as much."""
+    return (2.0 * transformer.matmul_params(cfg) + _attention(cfg, seq) / 3)
+
+
+def flops_without_attention(cfg, seq):
+    """6 P alone: attention's scores and weighted sum cost FLOPs that grow with seq."""
+    return 6.0 * transformer.matmul_params(cfg)
+
+
+def flops_attention_kv_heads(cfg, seq):
+    """Attention's term with the key/value heads: every query head scores the keys."""
+    return (6.0 * transformer.matmul_params(cfg)
+            + 12.0 * cfg.layers * seq * cfg.kv_heads * cfg.head_dim)
+
+
+def flops_without_output_layer(cfg, seq):
+    """Leave out the output layer: a d × vocab product, the largest of all."""
+    return (6.0 * (transformer.matmul_params(cfg) - cfg.d_model * cfg.vocab)
+            + _attention(cfg, seq))
+
+
+# ---- micro_batches ------------------------------------------------------------
+
+
+def _micro(batch, seq, activation_bytes, state_bytes, budget_bytes):
+    """Give what the slips below depart from."""
+    for m in range(1, batch + 1):
+        if batch % m == 0 and (state_bytes + batch // m * seq * activation_bytes
+                               <= budget_bytes):
+            return m
+    return None
+
+
+def micro_not_a_divisor(batch, seq, activation_bytes, state_bytes, budget_bytes):
+    """Round a quotient up: the micro-batches must split the batch evenly."""
+    room = budget_bytes - state_bytes
+    if room <= 0:
+        return None
+    m = max(1, math.ceil(batch * seq * activation_bytes / room))
+    return m if m <= batch else None
+
+
+def micro_without_state(batch, seq, activation_bytes, state_bytes, budget_bytes):
+    """Forget the state: the weights and Adam's moments share the budget."""
+    return _micro(batch, seq, activation_bytes, 0.0, budget_bytes)
+
+
+def micro_size_not_count(batch, seq, activation_bytes, state_bytes, budget_bytes):
+    """Return the size of a micro-batch, not how many there are."""
+    m = _micro(batch, seq, activation_bytes, state_bytes, budget_bytes)
+    return None if m is None else batch // m
+
+
+def micro_never_none(batch, seq, activation_bytes, state_bytes, budget_bytes):
+    """When nothing fits, the answer is None, not the whole batch one by one."""
+    m = _micro(batch, seq, activation_bytes, state_bytes, budget_bytes)
+    return batch if m is None else m
+
+
+def micro_strictly_below(batch, seq, activation_bytes, state_bytes, budget_bytes):
+    """Strictly below the budget: a step that needs exactly the budget fits."""
+    for m in range(1, batch + 1):
+        if batch % m == 0 and (state_bytes + batch // m * seq * activation_bytes
+                               < budget_bytes):
+            return m
+    return None
+
+
+# ---- tp_specs ---------------------------------------------------------------
+
+_COLS, _ROWS, _WHOLE = P(None, None, "model"), P(None, "model", None), P()
+
+
+def _specs(q, kv, o, gate_up, down, norm=_WHOLE):
+    return {"wq": q, "wk": kv, "wv": kv, "wo": o, "w_gate": gate_up, "w_up": gate_up,
+            "w_down": down, "attn_norm": norm, "mlp_norm": norm}
+
+
+def _tp(cfg, model):
+    """Give what the slips below depart from."""
+    heads, kv, mlp = (cfg.heads % model == 0, cfg.kv_heads % model == 0,
+                      cfg.hidden % model == 0)
+    return _specs(_COLS if heads else _WHOLE, _COLS if kv else _WHOLE,
+                  _ROWS if heads else _WHOLE, _COLS if mlp else _WHOLE,
+                  _ROWS if mlp else _WHOLE)
+
+
+def specs_wo_by_columns(cfg, model):
+    """Split the output projections by columns too: by rows, to add up."""
+    heads, kv, mlp = (cfg.heads % model == 0, cfg.kv_heads % model == 0,
+                      cfg.hidden % model == 0)
+    return _specs(_COLS if heads else _WHOLE, _COLS if kv else _WHOLE,
+                  _COLS if heads else _WHOLE, _COLS if mlp else _WHOLE,
+                  _COLS if mlp else _WHOLE)
+
+
+def specs_kv_always_split(cfg, model):
+    """Keys and values split even when their heads do not divide evenly."""
+    heads, mlp = cfg.heads % model == 0, cfg.hidden % model == 0
+    return _specs(_COLS if heads else _WHOLE, _COLS if heads else _WHOLE,
+                  _ROWS if heads else _WHOLE, _COLS if mlp else _WHOLE,
+                  _ROWS if mlp else _WHOLE)
+
+
+def specs_by_input_rows(cfg, model):
+    """q, k, v split by their input rows (d): each device then has a partial sum."""
+    heads, kv, mlp = (cfg.heads % model == 0, cfg.kv_heads % model == 0,
+                      cfg.hidden % model == 0)
+    return _specs(_ROWS if heads else _WHOLE, _ROWS if kv else _WHOLE,
+                  _COLS if heads else _WHOLE, _ROWS if mlp else _WHOLE,
+                  _COLS if mlp else _WHOLE)
+
+
+def specs_norms_split(cfg, model):
+    """Split the norms' scales: a norm needs all of d on every device."""
+    specs = _tp(cfg, model)
+    return specs | {"attn_norm": P(None, "model"), "mlp_norm": P(None, "model")}
+
+
+def specs_ignore_divisibility(cfg, model):
+    """Every weight split, whether or not its heads (or units) divide evenly."""
+    return _specs(_COLS, _COLS, _ROWS, _COLS, _ROWS)
+
+
+def specs_over_data(cfg, model):
+    """Split over "data": tensor parallelism splits over "model"."""
+    return {name: P(*["data" if e == "model" else e for e in spec])
+            for name, spec in _tp(cfg, model).items()}
+
+
+# ---- pipeline_micro_batches ------------------------------------------------
+
+
+def bubble_over_m(stages, percent):
+    """Bubble taken as (p - 1) / m: the step lasts m + p - 1 ticks, not m."""
+    return math.ceil(100 * (stages - 1) / percent)
+
+
+def bubble_all_stages(stages, percent):
+    """Bubble taken as p / (m + p): p - 1 ticks idle of m + p - 1."""
+    m = 1
+    while 100 * stages > percent * (m + stages):
+        m += 1
+    return m
+
+
+def bubble_strictly_below(stages, percent):
+    """Strictly below the target: a bubble exactly at it is allowed."""
+    m = 1
+    while 100 * (stages - 1) >= percent * (m + stages - 1):
+        m += 1
+    return m
+
+
+def bubble_micro_per_stage(stages, percent):
+    """Micro-batches per stage: the answer is how many in all flow through."""
+    per_stage = 1
+    while 100 * (stages - 1) > percent * (per_stage * stages + stages - 1):
+        per_stage += 1
+    return per_stage
+
+
+def bubble_one_less(stages, percent):
+    """One micro-batch short: the largest m whose bubble is still too big."""
+    m = 0
+    while 100 * (stages - 1) > percent * (m + stages):  # tests m + 1, returns m
+        m += 1
+    return m
+
+
+# ---- zero_bytes_per_device --------------------------------------------------
+
+
+def _zero(cfg, devices, precision, split):
+    per = transformer.bytes_per_param(precision)
+    n = transformer.param_count(cfg)
+    return float(sum(per[part] * n / (devices if split.get(part) else 1)
+                     for part in ("weights", "master", "grads", "adam")))
+
+
+def zero_master_not_split(cfg, stage, devices, precision):
+    """Only Adam's moments split: the master weights belong to the optimizer too."""
+    return _zero(cfg, devices, precision, {"adam": True, "grads": stage >= 2,
+                                           "weights": stage >= 3})
+
+
+def zero_stage_too_far(cfg, stage, devices, precision):
+    """Stage 1 split the gradients too: that is stage 2 (and 2 the weights, 3)."""
+    return _zero(cfg, devices, precision, {"master": True, "adam": True,
+                                           "grads": True, "weights": stage >= 2})
+
+
+def zero_stage3_weights_whole(cfg, stage, devices, precision):
+    """Stage 3 kept the weights whole: it is FSDP, which splits them too."""
+    return _zero(cfg, devices, precision, {"master": True, "adam": True,
+                                           "grads": stage >= 2})
+
+
+def zero_everything_split(cfg, stage, devices, precision):
+    """Everything divided by the devices, whatever the stage."""
+    return transformer.bytes_per_param(precision)["total"] * \
+        transformer.param_count(cfg) / devices
+
+
+def zero_nothing_split(cfg, stage, devices, precision):
+    """Nothing divided: each stage splits part of the state over the devices."""
+    return float(transformer.bytes_per_param(precision)["total"]
+                 * transformer.param_count(cfg))
+
+
+# ---- pick_mesh -----------------------------------------------------------------
+
+
+def _mesh(cfg, hw, chips, tokens, seq, across=None, most=False, tp_limit=None,
+          per="chip"):
+    limit = tp_limit or hw.node_chips
+    found = []
+    for tp in range(1, limit + 1):
+        if limit % tp or chips % tp:
+            continue
+        crossing = chips > hw.node_chips if across is None else across
+        needed = transformer.critical_batch(cfg, "FSDP + TP", hw, seq, chips // tp, tp,
+                                            across_nodes=crossing)
+        have = tokens / chips if per == "chip" else tokens / (chips // tp)
+        if have >= needed:
+            found.append((chips // tp, tp))
+    if not found:
+        return None
+    return found[-1] if most else found[0]
+
+
+def mesh_never_across(cfg, hw, chips, tokens, seq):
+    """Price every axis inside a node, even the one that crosses nodes."""
+    return _mesh(cfg, hw, chips, tokens, seq, across=False)
+
+
+def mesh_most_tp(cfg, hw, chips, tokens, seq):
+    """Take the most tensor parallelism that is compute-bound."""
+    return _mesh(cfg, hw, chips, tokens, seq, most=True)
+
+
+def mesh_tp_across_nodes(cfg, hw, chips, tokens, seq):
+    """Let tensor parallelism span nodes: tp up to every chip."""
+    return _mesh(cfg, hw, chips, tokens, seq, tp_limit=chips)
+
+
+def mesh_tokens_per_group(cfg, hw, chips, tokens, seq):
+    """Compare the tokens of an FSDP group (of tp chips) with a per-chip batch."""
+    return _mesh(cfg, hw, chips, tokens, seq, per="group")
+
+
+def mesh_swapped(cfg, hw, chips, tokens, seq):
+    """Return (tp, fsdp): the order swapped."""
+    found = _mesh(cfg, hw, chips, tokens, seq)
+    return None if found is None else found[::-1]

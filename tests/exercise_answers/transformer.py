@@ -1,0 +1,404 @@
+"""Answers to the transformer chapter's exercises, as learners write them.
+
+The topic is ``transformer``. What checking each must give is in
+``transformer.toml``. Every exercise is a formula or a rule on plain numbers:
+nothing here needs a device.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import PartitionSpec as P
+
+from jaxcourse import transformer
+
+# -- exercise 1: count_params
+
+
+def count_mha(cfg, tied=False):  # keys and values as wide as the queries
+    d = cfg.d_model
+    block = 4 * d * d + 3 * d * cfg.hidden + 2 * d
+    return cfg.layers * block + d + cfg.vocab * d * (1 if tied else 2)
+
+
+def count_gelu_mlp(cfg, tied=False):  # an MLP of two matrices
+    d, kv = cfg.d_model, cfg.kv_heads * cfg.head_dim
+    block = 2 * d * d + 2 * d * kv + 2 * d * cfg.hidden + 2 * d
+    return cfg.layers * block + d + cfg.vocab * d * (1 if tied else 2)
+
+
+def count_tied_ignored(cfg, tied=False):  # the library's count, tied or not
+    return transformer.param_count(cfg)
+
+
+def count_no_final_norm(cfg, tied=False):  # the final norm forgotten, and the blocks'
+    d, kv = cfg.d_model, cfg.kv_heads * cfg.head_dim
+    block = 2 * d * d + 2 * d * kv + 3 * d * cfg.hidden
+    return cfg.layers * block + cfg.vocab * d * (1 if tied else 2)
+
+
+def count_from_library(cfg, tied=False):  # correct: the chapter's count
+    return transformer.param_count(cfg) - (cfg.vocab * cfg.d_model if tied else 0)
+
+
+def count_by_parts(cfg, tied=False):  # correct: the chapter's parts, one left out
+    parts = transformer.param_parts(cfg)
+    return parts["total"] - (parts["unembed"] if tied else 0)
+
+
+def count_float(cfg, tied=False):  # correct: a float is fine
+    d, h = float(cfg.d_model), cfg.head_dim
+    per_layer = d * h * (2 * cfg.heads + 2 * cfg.kv_heads) + 3 * d * cfg.hidden + 2 * d
+    return cfg.layers * per_layer + d + (1 + (not tied)) * cfg.vocab * d
+
+
+# -- exercise 2: bytes_per_param
+
+
+def _b(dtype):
+    return jnp.dtype(dtype).itemsize
+
+
+def bytes_always_master(precision):
+    c, s, m = _b(precision.compute), _b(precision.store), _b(precision.moments)
+    return {"weights": c, "master": s, "grads": c, "adam": 2 * m,
+            "total": c + s + c + 2 * m, "stored": s + 2 * m}
+
+
+def bytes_single_moment(precision):
+    c, s, m = _b(precision.compute), _b(precision.store), _b(precision.moments)
+    master = 0 if s == c else s
+    return {"weights": c, "master": master, "grads": c, "adam": m,
+            "total": c + master + c + m, "stored": s + m}
+
+
+def bytes_grads_as_stored(precision):
+    c, s, m = _b(precision.compute), _b(precision.store), _b(precision.moments)
+    master = 0 if precision.store == precision.compute else s
+    return {"weights": c, "master": master, "grads": s, "adam": 2 * m,
+            "total": c + master + s + 2 * m, "stored": s + 2 * m}
+
+
+def bytes_tuple(precision):  # not a dict
+    c = _b(precision.compute)
+    return (c, 0, c, 8, 2 * c + 8, 12)
+
+
+def bytes_numpy(precision):  # correct: NumPy's itemsize through jnp.dtype
+    sizes = [np.dtype(jnp.dtype(d)).itemsize
+             for d in (precision.compute, precision.store, precision.moments)]
+    c, s, m = sizes
+    master = s * (jnp.dtype(precision.store) != jnp.dtype(precision.compute))
+    out = {"weights": c, "master": master, "grads": c, "adam": m + m}
+    out["total"] = sum(out.values())
+    out["stored"] = s + 2 * m
+    return out
+
+
+def bytes_floats_extra_key(precision):  # correct: floats, and an extra key
+    c = float(_b(precision.compute))
+    s, m = float(_b(precision.store)), float(_b(precision.moments))
+    master = s if precision.store is not precision.compute else 0.0
+    return {"weights": c, "master": master, "grads": c, "adam": 2 * m,
+            "total": 2 * c + master + 2 * m, "stored": s + 2 * m,
+            "name": precision.name}
+
+
+# -- exercise 3: activation_bytes_per_token
+
+
+def _width(cfg, remat):
+    d, kv = cfg.d_model, cfg.kv_heads * cfg.head_dim
+    return {"full": d, "names": 2 * d + cfg.hidden,
+            "dots": 3 * d + 2 * kv + 2 * cfg.hidden}[remat]
+
+
+def act_per_layer(cfg, remat, precision):  # one block's
+    return _width(cfg, remat) * (4 if precision == "float32" else 2)
+
+
+def act_always_four_bytes(cfg, remat, precision):  # float32 whatever the scheme
+    return cfg.layers * _width(cfg, remat) * 4
+
+
+def act_dots_mha(cfg, remat, precision):  # keys and values d wide
+    d = cfg.d_model
+    width = 5 * d + 2 * cfg.hidden if remat == "dots" else _width(cfg, remat)
+    return cfg.layers * width * (4 if precision == "float32" else 2)
+
+
+def act_full_zero(cfg, remat, precision):  # full remat keeps nothing
+    if remat == "full":
+        return 0
+    return cfg.layers * _width(cfg, remat) * (4 if precision == "float32" else 2)
+
+
+def act_from_dtype(cfg, remat, precision):  # correct: the scheme's compute dtype
+    itemsize = jnp.dtype(transformer.PRECISIONS[precision].compute).itemsize
+    return float(cfg.layers * _width(cfg, remat) * itemsize)
+
+
+def act_by_policy(cfg, remat, precision):  # correct: written out per policy
+    b = 4 if precision == "float32" else 2
+    d, kv, f, n = cfg.d_model, cfg.kv_heads * cfg.head_dim, cfg.hidden, cfg.layers
+    if remat == "full":
+        return n * d * b
+    if remat == "names":
+        return n * (d + cfg.heads * cfg.head_dim + f) * b
+    return n * (d + cfg.heads * cfg.head_dim + kv + kv + d + f + f) * b
+
+
+# -- exercise 4: flops_per_token
+
+
+def flops_six_p(cfg, seq):  # 6 × every parameter, the embedding's too
+    return 6 * transformer.param_count(cfg) + 12 * cfg.layers * seq * cfg.d_model
+
+
+def flops_forward(cfg, seq):
+    return 2 * transformer.matmul_params(cfg) + 4 * cfg.layers * seq * cfg.d_model
+
+
+def flops_kv_attention(cfg, seq):
+    return (6 * transformer.matmul_params(cfg)
+            + 12 * cfg.layers * seq * cfg.kv_heads * cfg.head_dim)
+
+
+def flops_blocks_only(cfg, seq):  # the output layer left out
+    blocks = transformer.matmul_params(cfg) - cfg.d_model * cfg.vocab
+    return 6 * blocks + 12 * cfg.layers * seq * cfg.d_model
+
+
+def flops_from_library(cfg, seq):  # correct
+    return transformer.flops_per_token(cfg, seq)["total"]
+
+
+def flops_int(cfg, seq):  # correct: in integers, d for heads · head_dim
+    return 6 * transformer.matmul_params(cfg) + 12 * cfg.layers * seq * cfg.d_model
+
+
+# -- exercise 5: micro_batches
+
+
+def micro_ceil(batch, seq, activation_bytes, state_bytes, budget_bytes):
+    room = budget_bytes - state_bytes
+    if room <= 0:
+        return None
+    m = math.ceil(batch * seq * activation_bytes / room)
+    return m if m <= batch else None
+
+
+def micro_no_state(batch, seq, activation_bytes, state_bytes, budget_bytes):
+    for m in range(1, batch + 1):
+        if batch % m == 0 and batch // m * seq * activation_bytes <= budget_bytes:
+            return m
+    return None
+
+
+def micro_sequences_each(batch, seq, activation_bytes, state_bytes, budget_bytes):
+    for size in range(batch, 0, -1):  # sequences per micro-batch, returned
+        if batch % size == 0 and state_bytes + size * seq * activation_bytes \
+                <= budget_bytes:
+            return size
+    return None
+
+
+def micro_below(batch, seq, activation_bytes, state_bytes, budget_bytes):
+    for m in range(1, batch + 1):
+        if batch % m == 0 and state_bytes + batch / m * seq * activation_bytes \
+                < budget_bytes:
+            return m
+    return None
+
+
+def micro_divisors_list(batch, seq, activation_bytes, state_bytes, budget_bytes):
+    # correct: the divisors first, then the first that fits
+    divisors = [m for m in range(1, batch + 1) if batch % m == 0]
+    fits = [m for m in divisors
+            if state_bytes + batch / m * seq * activation_bytes <= budget_bytes]
+    return fits[0] if fits else None
+
+
+def micro_float(batch, seq, activation_bytes, state_bytes, budget_bytes):
+    # correct: a float count is fine when it is whole
+    for m in range(1, batch + 1):
+        if batch % m == 0 and (budget_bytes - state_bytes) >= \
+                (batch // m) * seq * activation_bytes:
+            return float(m)
+    return None
+
+
+# -- exercise 6: tp_specs
+
+
+def _flags(cfg, model):
+    return (cfg.heads % model == 0, cfg.kv_heads % model == 0,
+            cfg.hidden % model == 0)
+
+
+def specs_all_columns(cfg, model):
+    q, kv, mlp = _flags(cfg, model)
+    c = P(None, None, "model")
+    return {"wq": c if q else P(), "wk": c if kv else P(), "wv": c if kv else P(),
+            "wo": c if q else P(), "w_gate": c if mlp else P(),
+            "w_up": c if mlp else P(), "w_down": c if mlp else P(),
+            "attn_norm": P(), "mlp_norm": P()}
+
+
+def specs_split_kv_anyway(cfg, model):
+    q, _, mlp = _flags(cfg, model)
+    c, r = P(None, None, "model"), P(None, "model", None)
+    return {"wq": c if q else P(), "wk": c if q else P(), "wv": c if q else P(),
+            "wo": r if q else P(), "w_gate": c if mlp else P(),
+            "w_up": c if mlp else P(), "w_down": r if mlp else P(),
+            "attn_norm": P(), "mlp_norm": P()}
+
+
+def specs_always_split(cfg, model):
+    c, r = P(None, None, "model"), P(None, "model", None)
+    return {"wq": c, "wk": c, "wv": c, "wo": r, "w_gate": c, "w_up": c, "w_down": r,
+            "attn_norm": P(), "mlp_norm": P()}
+
+
+def specs_missing_norms(cfg, model):
+    q, kv, mlp = _flags(cfg, model)
+    c, r = P(None, None, "model"), P(None, "model", None)
+    return {"wq": c if q else P(), "wk": c if kv else P(), "wv": c if kv else P(),
+            "wo": r if q else P(), "w_gate": c if mlp else P(),
+            "w_up": c if mlp else P(), "w_down": r if mlp else P()}
+
+
+def specs_short_forms(cfg, model):  # correct: trailing Nones left out, tuples
+    q, kv, mlp = _flags(cfg, model)
+    c, r = P(None, None, ("model",)), P(None, "model")
+    return {"wq": c if q else P(None), "wk": c if kv else P(),
+            "wv": c if kv else P(None, None), "wo": r if q else P(),
+            "w_gate": c if mlp else P(), "w_up": c if mlp else P(),
+            "w_down": r if mlp else P(), "attn_norm": P(None, None),
+            "mlp_norm": P(), "final_norm": P()}
+
+
+def specs_from_library(cfg, model):  # correct: the chapter's specs, checked
+    specs = transformer.param_specs("TP")
+    q, kv, mlp = _flags(cfg, model)
+    keep = {"wq": q, "wk": kv, "wv": kv, "wo": q, "w_gate": mlp, "w_up": mlp,
+            "w_down": mlp, "attn_norm": True, "mlp_norm": True}
+    return {name: specs[name] if ok else P() for name, ok in keep.items()}
+
+
+# -- exercise 7: pipeline_micro_batches
+
+
+def bubble_ceil_over_m(stages, percent):
+    return math.ceil(100 * (stages - 1) / percent)
+
+
+def bubble_below(stages, percent):
+    m = 1
+    while (stages - 1) / (m + stages - 1) >= percent / 100:
+        m += 1
+    return m
+
+
+def bubble_p_over(stages, percent):
+    m = 1
+    while stages / (m + stages) > percent / 100:
+        m += 1
+    return m
+
+
+def bubble_float_closed_form(stages, percent):  # not whole
+    return (stages - 1) * (100 - percent) / percent
+
+
+def bubble_closed_form(stages, percent):  # correct: solved for m, in integers
+    return max(1, -(-(stages - 1) * (100 - percent) // percent))
+
+
+def bubble_loop_floats(stages, percent):  # correct: floats compare equal here
+    m = 1
+    while (stages - 1) / (m + stages - 1) > percent / 100:
+        m += 1
+    return m
+
+
+# -- exercise 8: zero_bytes_per_device
+
+
+def _parts(cfg, precision):
+    per = transformer.bytes_per_param(precision)
+    n = transformer.param_count(cfg)
+    return {k: per[k] * n for k in ("weights", "master", "grads", "adam")}
+
+
+def zero_adam_only(cfg, stage, devices, precision):
+    b = _parts(cfg, precision)
+    return (b["adam"] / devices + b["master"]
+            + b["grads"] / (devices if stage >= 2 else 1)
+            + b["weights"] / (devices if stage >= 3 else 1))
+
+
+def zero_off_by_one(cfg, stage, devices, precision):
+    b = _parts(cfg, precision)
+    return ((b["adam"] + b["master"] + b["grads"]) / devices
+            + b["weights"] / (devices if stage >= 2 else 1))
+
+
+def zero_all_divided(cfg, stage, devices, precision):
+    return sum(_parts(cfg, precision).values()) / devices
+
+
+def zero_from_library(cfg, stage, devices, precision):  # correct
+    return transformer.zero_bytes(cfg, stage, devices, precision)["total"]
+
+
+def zero_loop(cfg, stage, devices, precision):  # correct: the parts in stage order
+    b = _parts(cfg, precision)
+    total = 0.0
+    for k, part in enumerate((("master", "adam"), ("grads",), ("weights",)), start=1):
+        for name in part:
+            total += b[name] / devices if stage >= k else b[name]
+    return total
+
+
+# -- exercise 9: pick_mesh
+
+
+def _meshes(cfg, hw, chips, tokens, seq, across, tps=(1, 2, 4, 8)):
+    for tp in tps:
+        if chips % tp == 0 and tokens / chips >= transformer.critical_batch(
+                cfg, "FSDP + TP", hw, seq, chips // tp, tp, across_nodes=across):
+            yield chips // tp, tp
+
+
+def mesh_inside_node_always(cfg, hw, chips, tokens, seq):  # across_nodes forgotten
+    return next(_meshes(cfg, hw, chips, tokens, seq, False), None)
+
+
+def mesh_largest_tp(cfg, hw, chips, tokens, seq):  # the most TP that works
+    found = list(_meshes(cfg, hw, chips, tokens, seq, chips > hw.node_chips))
+    return found[-1] if found else None
+
+
+def mesh_tp_order(cfg, hw, chips, tokens, seq):  # (tp, fsdp)
+    found = next(_meshes(cfg, hw, chips, tokens, seq, chips > hw.node_chips), None)
+    return None if found is None else (found[1], found[0])
+
+
+def mesh_first(cfg, hw, chips, tokens, seq):  # correct: the least TP, in a loop
+    return next(_meshes(cfg, hw, chips, tokens, seq, chips > hw.node_chips), None)
+
+
+def mesh_list(cfg, hw, chips, tokens, seq):  # correct: plain FSDP at tp 1, a list
+    across = chips > hw.node_chips
+    for tp in (1, 2, 4, 8):
+        if chips % tp:
+            continue
+        layout = "FSDP" if tp == 1 else "FSDP + TP"
+        if tokens / chips >= transformer.critical_batch(
+                cfg, layout, hw, seq, chips // tp, tp, across_nodes=across):
+            return [chips // tp, tp]
+    return None

@@ -1,0 +1,155 @@
+"""The transformer explorer (jaxcourse.exercises.explorers_transformer).
+
+Its figures are the transformer library's formulas for the learner's choice;
+the compiled rows need a simulated device per chip, so that test runs in a
+fresh interpreter with eight (``run_script``), as the scaling explorer's does.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from processes import MARK, run_script
+
+from jaxcourse import transformer
+from jaxcourse.exercises import explorers_transformer as tfx
+from jaxcourse.scaling import HARDWARE
+
+SMALL = transformer.Config(vocab=96, d_model=32, layers=3, heads=4, kv_heads=2,
+                           hidden=80)
+
+# (config, chip, nodes, mesh, precision, remat, micro, batch, seq): one node
+# and many, GPU and TPU, FSDP alone and with TP, each precision and policy.
+# The 16-layer config runs on 16 chips, more devices than any test process has,
+# so none of these compiles.
+CHOICES = [
+    ("LLaMA-3 8B", "H100 SXM", 1, "8×1", "mixed", "full", 1, 16, 8192),
+    ("LLaMA-3 70B", "H100 SXM", 8, "8×8", "mixed", "dots", 2, 64, 4096),
+    ("LLaMA-3 70B", "TPU v5p", 16, "16×4", "bfloat16", "none", 4, 256, 2048),
+    ("LLaMA-3 8B, 16 layers", "A100 SXM 80GB", 2, "4×4", "float32", "names", 1, 32,
+     1024),
+]
+
+
+def _rows(report: dict) -> dict[str, str]:
+    return dict(re.findall(r"<th[^>]*>([^<]*)</th><td>([^<]*)</td>", report["html"]))
+
+
+@pytest.mark.parametrize("choice", CHOICES, ids=lambda c: f"{c[0]}-{c[1]}-{c[3]}")
+def test_the_report_is_the_librarys_formulas(choice: tuple) -> None:
+    config, chip, nodes, mesh, precision, remat, micro, batch, seq = choice
+    report = tfx.transformer_report(*choice)
+    cfg, hw = tfx.CONFIGS[config], HARDWARE[chip]
+    data, model = map(int, mesh.split("×"))
+    layout = "FSDP" if model == 1 else "FSDP + TP"
+    assert report["layout"] == layout and report["source"] == "formula"
+    p = transformer.PRECISIONS[precision]
+    stored = transformer.state_bytes(cfg, layout, precision, data, model)
+    assert report["state"] == stored["total"]
+    numbers = stored["params"] // np.dtype(p.store).itemsize
+    assert report["step_state"] == (numbers * transformer.bytes_per_param(precision)
+                                    ["total"] + 4)
+    # Per micro-batch of tokens / micro; the network only between GPU nodes.
+    tokens, itemsize = batch * seq / micro, np.dtype(p.compute).itemsize
+    across = nodes > 1 and chip != "TPU v5p"
+    passes = transformer.phase_bytes(cfg, layout, tokens, data, model, itemsize)
+    assert report["sent"] == pytest.approx(
+        micro * sum(sum(axes.values()) for axes in passes.values()), rel=1e-12)
+    one = transformer.step_time(cfg, layout, tokens, hw, seq, data, model, itemsize,
+                                across)
+    assert report["time"]["step"] == pytest.approx(micro * one["step"], rel=1e-12)
+    assert report["critical"] == transformer.critical_batch(
+        cfg, layout, hw, seq, data, model, itemsize, across)
+    sequences = batch // data // micro
+    assert report["activations"] == sequences * tfx.activation_bytes_per_sequence(
+        config, remat, seq, precision, model)
+    assert report["scores"] == sequences * cfg.heads // model * seq * seq * 4
+    assert report["memory"] == (report["step_state"] + report["gathered"]
+                                + report["activations"] + report["scores"])
+    assert report["fits"] == (report["memory"] <= hw.hbm)
+    assert f"{transformer.param_count(cfg):,}" in report["html"]
+
+
+def test_activations_are_the_librarys_saved_residuals() -> None:
+    # The library reads them with real weights; the explorer from shapes alone.
+    for remat in ("none", "names"):
+        want = transformer.activation_bytes(SMALL, remat, 1, 16, "mixed",
+                                            measure_compiled=False)["residuals"]
+        assert tfx.activation_bytes_per_sequence(SMALL, remat, 16) == 16 * want, remat
+    # Tensor parallelism keeps a slice of the heads' and hidden units' residuals.
+    whole = tfx.activation_bytes_per_sequence(SMALL, "none", 16)
+    assert 0 < tfx.activation_bytes_per_sequence(SMALL, "none", 16, model=2) < whole
+
+
+def test_an_over_memory_choice_is_flagged_in_every_language() -> None:
+    choice = ("LLaMA-3 70B", "H100 SXM", 1, "8×1", "float32", "none", 1, 64, 4096)
+    for language, verdict in (("en", "does not fit"), ("zh-Hant", "放不下"),
+                              ("zh-Hans", "放不下")):
+        report = tfx.transformer_report(*choice, language=language)
+        assert not report["fits"] and report["memory"] > HARDWARE["H100 SXM"].hbm
+        red = re.search(r"<tr style='color:#cf222e'><th[^>]*>([^<]*)</th><td>([^<]*)",
+                        report["html"])
+        assert red and verdict in red.group(2), (language, report["html"])
+    assert tfx.transformer_report(*CHOICES[0])["fits"]
+    # A batch that does not split is said, not raised.
+    odd = tfx.transformer_report("LLaMA-3 8B", "H100 SXM", 8, "64×1", batch=32)
+    assert not odd["valid"] and "does not split over 64" in odd["html"]
+    with pytest.raises(ValueError, match="mesh '3×1' is not one of"):
+        tfx.transformer_report("LLaMA-3 8B", "H100 SXM", 1, "3×1")
+
+
+def test_the_widget_recomputes_when_a_control_changes() -> None:
+    explorer = tfx.transformer_explorer(seq=2048)
+    first = explorer.report
+    assert first == tfx.transformer_report("LLaMA-3 8B", "H100 SXM", 1, "8×1",
+                                           seq=2048)
+    explorer.remat.value = "none"  # as a learner would: the table follows
+    assert explorer.report["activations"] > first["activations"]
+    assert explorer.table.value.endswith(explorer.report["html"] + "</div>")
+    # Another cluster has other meshes; the tensor-parallel size is kept.
+    explorer.mesh.value = "4×2"
+    explorer.nodes.value = 2
+    assert list(explorer.mesh.options) == ["16×1", "8×2", "4×4", "2×8"]
+    assert explorer.mesh.value == "8×2" and explorer.report["layout"] == "FSDP + TP"
+    assert explorer.report["state"] == transformer.state_bytes(
+        transformer.LLAMA3_8B, "FSDP + TP", "mixed", 8, 2)["total"]
+    explorer.chip.value = "TPU v5p"
+    assert explorer.mesh.value == "4×2" and explorer.cue.layout.display == "none"
+    explorer.micro.value = 16                 # 16 sequences over 4 × 16: no
+    assert not explorer.report["valid"] and "does not split" in explorer.table.value
+    assert "LLaMA-3" in explorer.live_text()
+
+
+def test_the_explorer_compiles_small_configs_and_says_why_not_otherwise() -> None:
+    found = run_script(f"""
+        import json
+        from jaxcourse.devices import use_cpu_devices
+
+        use_cpu_devices(8)
+        from jaxcourse import transformer
+        from jaxcourse.exercises import explorers_transformer as tfx
+
+        small = tfx.transformer_report("LLaMA-3 8B, 2 layers", "H100 SXM", 1, "8×1",
+                                       "mixed", "full", 1, 8, 1024)
+        direct = transformer.compile_report(transformer.compile_step(
+            tfx.CONFIGS["LLaMA-3 8B, 2 layers"], "FSDP", 8, 1, 8, 1024, "mixed",
+            "full"))
+        deep = tfx.transformer_report("LLaMA-3 8B", "H100 SXM", 1, "8×1",
+                                      seq=1024, language="zh-Hans")
+        many = tfx.transformer_report("LLaMA-3 8B, 2 layers", "H100 SXM", 2, "16×1",
+                                      seq=1024)
+        print({MARK!r} + json.dumps({{
+            "small": [small["source"], small["compiled"], small["html"],
+                      small["state"]],
+            "direct": direct, "deep": [deep["why"], deep["html"]],
+            "many": [many["why"], many["html"]]}}))
+    """)
+    source, compiled, text, state = found["small"]
+    assert source == "compiled" and compiled == found["direct"]
+    assert "compiled program" in text and "transformer.compile_step" in text
+    # The arguments: the stored state and this device's int32 tokens, twice.
+    assert compiled["memory"]["arguments"] == state + 2 * 8 * 1024 * 4 // 8
+    assert found["deep"][0] == "deep" and "超过 16 层" in found["deep"][1]
+    assert found["many"][0] == "devices" and "fewer than 16" in found["many"][1]
