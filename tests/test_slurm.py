@@ -362,4 +362,4 @@ def test_the_chapter_skips_its_slurm_cells_without_slurm(tmp_path) -> None:
     lines = result.stdout.splitlines()
     assert lines[0].startswith(
         "Slurm cells skipped: Slurm is not installed here (sbatch, srun")
-    assert lines[1:] == ["skipped: no Slurm cluster (see above)"] * 8
+    assert lines[1:] == ["skipped: no Slurm cluster (see above)"] * 9
