@@ -13,7 +13,6 @@ Markdown cells, and no translation drops the English's code, math or links.
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import nbformat
@@ -22,7 +21,9 @@ import pytest
 opencc = pytest.importorskip("opencc", reason="the editions' generator needs OpenCC")
 polib = pytest.importorskip("polib", reason="the editions' generator needs polib")
 
-from jaxcourse import i18n  # noqa: E402  (after the skips)
+from course_copy import copy_family  # noqa: E402  (after the skips)
+
+from jaxcourse import i18n  # noqa: E402
 from jaxcourse.plotting import FIGURE_TEXT_KEY, figure_svg, pack_svg  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -152,20 +153,10 @@ def _where(entry) -> tuple[str, str]:
     return tuple(entry.occurrences[0][0].rsplit(":", 1))
 
 
-def _copy_course(tmp_path: Path, family: i18n.Family) -> Path:
-    for master in family.masters:
-        (tmp_path / master).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(ROOT / master, tmp_path / master)
-    catalog = tmp_path / family.catalog.relative_to(ROOT)
-    catalog.parent.mkdir(parents=True)
-    shutil.copy(family.catalog, catalog)
-    return catalog
-
-
 def test_a_changed_english_cell_is_shown_in_english_until_retranslated(
         tmp_path: Path) -> None:
     family = FAMILIES[0]
-    catalog = _copy_course(tmp_path, family)
+    catalog = copy_family(tmp_path, family)
     po = polib.pofile(str(catalog))
     done = next(e for e in po
                 if e.msgctxt is None and e.msgstr and "fuzzy" not in e.flags)
@@ -193,7 +184,7 @@ def test_a_changed_english_cell_is_shown_in_english_until_retranslated(
 
 def test_a_removed_english_cell_leaves_an_obsolete_entry(tmp_path: Path) -> None:
     family = FAMILIES[0]
-    catalog = _copy_course(tmp_path, family)
+    catalog = copy_family(tmp_path, family)
     po = polib.pofile(str(catalog))
     done = next(e for e in po if e.msgctxt is None and e.msgstr)
     path, cell_id = _where(done)
@@ -210,7 +201,7 @@ def test_an_obsolete_entry_whose_english_returns_is_revived(tmp_path: Path) -> N
     # A figure's labels come and go with the run's data (the first mistakes it
     # shows, say): a label that comes back gets its old translation back.
     family = FAMILIES[0]
-    catalog = _copy_course(tmp_path, family)
+    catalog = copy_family(tmp_path, family)
     po = polib.pofile(str(catalog))
     done = next(e for e in po if e.msgctxt == i18n.FIGURE and e.msgstr)
     done.obsolete = True

@@ -10,7 +10,6 @@ changes (``jaxcourse.i18n.overrides``).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import nbformat
@@ -21,6 +20,7 @@ pytest.importorskip("polib", reason="the editions' generator needs polib")
 pytest.importorskip("jieba", reason="the zh-Hant editions need jieba")
 
 import polib  # noqa: E402  (after the skips)
+from course_copy import copy_family  # noqa: E402
 
 from jaxcourse import i18n  # noqa: E402
 from jaxcourse.i18n import overrides, usage, words  # noqa: E402
@@ -108,20 +108,10 @@ def test_the_usage_lint_finds_the_other_regions_words() -> None:
                                    "panel buttons", "roofline"])
 
 
-def _course_copy(tmp_path: Path) -> tuple[i18n.Family, Path]:
-    family = i18n.families()[0]
-    for master in family.masters:
-        (tmp_path / master).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(ROOT / master, tmp_path / master)
-    catalog = tmp_path / family.catalog.relative_to(ROOT)
-    catalog.parent.mkdir(parents=True)
-    shutil.copy(family.catalog, catalog)
-    return family, catalog
-
-
 def test_a_reviewed_override_is_shown_until_its_simplified_source_changes(
         tmp_path: Path) -> None:
-    family, catalog = _course_copy(tmp_path)
+    family = i18n.families()[0]
+    catalog = copy_family(tmp_path, family)
     po = polib.pofile(str(catalog))
     done = next(e for e in po if e.msgctxt is None and e.msgstr
                 and "fuzzy" not in e.flags and not e.obsolete)

@@ -450,6 +450,22 @@ def show_figure(image: widgets.Image, fig: Any | None) -> None:
 # ---- controls ---------------------------------------------------------------------
 
 
+def bytes_text(n: float) -> str:
+    """Write a number of bytes for a panel: ``12.05 GB``, ``4.10 kB``, ``512 B``."""
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n:.0f} B"
+
+
+def seconds_text(t: float) -> str:
+    """Write a duration for a panel: ``7.68 s``, ``3.20 ms``, ``0.5 ns``."""
+    for unit, size in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if t >= size:
+            return f"{t / size:.2f} {unit}"
+    return f"{t * 1e9:.1f} ns"
+
+
 def _text_px(text: str) -> int:
     """Estimate a label's width in CSS pixels (13 px text; CJK glyphs are square)."""
     wide = sum(unicodedata.east_asian_width(c) in "WF" for c in text)

@@ -31,7 +31,13 @@ import ipywidgets as widgets
 from jaxcourse import scaling
 
 from ..messages import message
-from .explorer_base import Explorer, controls_row, dropdown_style
+from .explorer_base import (
+    Explorer,
+    bytes_text,
+    controls_row,
+    dropdown_style,
+    seconds_text,
+)
 
 __all__ = ["COMPILE_LAYERS", "MESHES", "LayoutExplorer", "layout_explorer",
            "layout_report"]
@@ -69,20 +75,6 @@ def _label(language: str, key: str, **values: object) -> str:
     return message(f"layout_{key}", language, **values)
 
 
-def _bytes(n: float) -> str:
-    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= size:
-            return f"{n / size:.2f} {unit}"
-    return f"{n:.0f} B"
-
-
-def _seconds(t: float) -> str:
-    for unit, size in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if t >= size:
-            return f"{t / size:.2f} {unit}"
-    return f"{t * 1e9:.1f} ns"
-
-
 def layout_report(width: int, layers: int, batch: int, mesh: str, layout: str,
                   chip: str, language: str = "en") -> dict[str, Any]:
     """Compute what the explorer shows for one choice.
@@ -114,13 +106,13 @@ def layout_report(width: int, layers: int, batch: int, mesh: str, layout: str,
     rows = [
         (_label(language, "params"), f"{scaling.param_count(size):,}"),
         (_label(language, "state"),
-         _label(language, "state_line", state=_bytes(state),
-                pct=f"{state / hw.hbm:.0%}", hbm=_bytes(hw.hbm),
+         _label(language, "state_line", state=bytes_text(state),
+                pct=f"{state / hw.hbm:.0%}", hbm=bytes_text(hw.hbm),
                 verdict=_label(language, "fits" if fits else "too_big"))),
-        (_label(language, "sent"), _bytes(sent)),
-        (_label(language, "compute"), _seconds(time["compute"])),
-        (_label(language, "comm"), _seconds(time["communication"])),
-        (_label(language, "step"), f"{_seconds(time['step'])}, "
+        (_label(language, "sent"), bytes_text(sent)),
+        (_label(language, "compute"), seconds_text(time["compute"])),
+        (_label(language, "comm"), seconds_text(time["communication"])),
+        (_label(language, "step"), f"{seconds_text(time['step'])}, "
                                    f"{_label(language, bound)}"),
     ]
     why = _why_not_compiled(layers, data * model)
@@ -135,11 +127,13 @@ def layout_report(width: int, layers: int, batch: int, mesh: str, layout: str,
         rows += [
             (_label(language, "compiled_memory"),
              _label(language, "compiled_memory_line",
-                    arguments=_bytes(memory["arguments"]), temp=_bytes(memory["temp"]),
-                    peak=_bytes(memory["sum"]))),  # what a run occupies
+                    arguments=bytes_text(memory["arguments"]),
+                    temp=bytes_text(memory["temp"]),
+                    peak=bytes_text(memory["sum"]))),  # what a run occupies
             (_label(language, "compiled_sent"),
              _label(language, "compiled_sent_line", counts=counts or "—",
-                    sent=_bytes(compiled["bytes"]), formula=_bytes(formula_sent))),
+                    sent=bytes_text(compiled["bytes"]),
+                    formula=bytes_text(formula_sent))),
         ]
         note = _label(language, "source_compiled")
     else:

@@ -54,7 +54,13 @@ from jaxcourse.scaling import HARDWARE, collective_summary
 from jaxcourse.scaling.memory import residual_bytes, saved_residuals
 
 from ..messages import message
-from .explorer_base import Explorer, controls_row, dropdown_style
+from .explorer_base import (
+    Explorer,
+    bytes_text,
+    controls_row,
+    dropdown_style,
+    seconds_text,
+)
 
 __all__ = ["CHIPS", "COMPILE_LAYERS", "CONFIGS", "TransformerExplorer",
            "activation_bytes_per_sequence", "gathered_bytes", "meshes", "node_chips",
@@ -222,20 +228,6 @@ def _label(language: str, key: str, **values: object) -> str:
     return message(f"tfx_{key}", language, **values)
 
 
-def _bytes(n: float) -> str:
-    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= size:
-            return f"{n / size:.2f} {unit}"
-    return f"{n:.0f} B"
-
-
-def _seconds(t: float) -> str:
-    for unit, size in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if t >= size:
-            return f"{t / size:.2f} {unit}"
-    return f"{t * 1e9:.1f} ns"
-
-
 def _count(n: float) -> str:
     return "∞" if math.isinf(n) else f"{n:,.0f}"
 
@@ -354,26 +346,27 @@ def transformer_report(config: str, chip: str, nodes: int, mesh: str,
          _label(language, "cluster_line", chips=chips, chip=chip, nodes=nodes,
                 per=node_chips(chip), data=data, model=model, layout=layout)),
         (_label(language, "state", precision=precision),
-         _label(language, "state_line", stored=_bytes(stored["total"]),
-                step=_bytes(step_state), dtype=dtype)),
+         _label(language, "state_line", stored=bytes_text(stored["total"]),
+                step=bytes_text(step_state), dtype=dtype)),
         (_label(language, "activations", remat=remat, micro=micro),
-         _label(language, "activations_line", kept=_bytes(kept),
+         _label(language, "activations_line", kept=bytes_text(kept),
                 tokens=f"{sequences * seq:,}",
-                per_token=_bytes(kept / (sequences * seq)),
-                scores=_bytes(scores))),
+                per_token=bytes_text(kept / (sequences * seq)),
+                scores=bytes_text(scores))),
         (_label(language, "gathered"),
-         _label(language, "gathered_line", gathered=_bytes(gathered),
+         _label(language, "gathered_line", gathered=bytes_text(gathered),
                 dtype=np.dtype(p.compute).name)),
         (_label(language, "memory"),
-         _label(language, "memory_line", memory=_bytes(memory),
-                pct=f"{memory / hw.hbm:.0%}", hbm=_bytes(hw.hbm),
+         _label(language, "memory_line", memory=bytes_text(memory),
+                pct=f"{memory / hw.hbm:.0%}", hbm=bytes_text(hw.hbm),
                 verdict=_label(language, "fits" if fits else "too_big"))),
         (_label(language, "sent", dtype=dtype),
-         _label(language, "sent_line", sent=_bytes(sent), data=_bytes(axes["data"]),
-                model=_bytes(axes["model"]))),
-        (_label(language, "compute"), _seconds(time["compute"])),
-        (_label(language, "comm"), _seconds(time["communication"])),
-        (_label(language, "step"), f"{_seconds(time['step'])}, "
+         _label(language, "sent_line", sent=bytes_text(sent),
+                data=bytes_text(axes["data"]),
+                model=bytes_text(axes["model"]))),
+        (_label(language, "compute"), seconds_text(time["compute"])),
+        (_label(language, "comm"), seconds_text(time["communication"])),
+        (_label(language, "step"), f"{seconds_text(time['step'])}, "
                                    f"{_label(language, bound)}"),
         (_label(language, "critical"),
          _label(language, "critical_line", tokens=_count(per_chip),
@@ -395,10 +388,11 @@ def transformer_report(config: str, chip: str, nodes: int, mesh: str,
         rows += [
             (_label(language, "compiled_memory"),
              _label(language, "compiled_memory_line",
-                    arguments=_bytes(found["arguments"]), formula=_bytes(arguments),
-                    temp=_bytes(found["temp"]),
-                    inside=_bytes(memory - stored["total"]),
-                    peak=_bytes(found["peak"]))),
+                    arguments=bytes_text(found["arguments"]),
+                    formula=bytes_text(arguments),
+                    temp=bytes_text(found["temp"]),
+                    inside=bytes_text(memory - stored["total"]),
+                    peak=bytes_text(found["peak"]))),
             (_label(language, "compiled_collectives"),
              _label(language, "compiled_collectives_line",
                     counts=counts(compiled["summary"]["counts"]),
