@@ -284,15 +284,35 @@ def uneven_steps(result: Any, scenarios: int) -> str:
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*")
 
 
+#: A collective's error in a process whose partner had left it: a consequence.
+#: The process that left says why, so its line is the one to report.
+_PARTNER_LEFT = re.compile(r"Gloo \S+ failed|Connection (reset|closed) by peer")
+
+
+def _exception_line(result: Any, rank: int) -> str | None:
+    lines = [line.strip() for line in result.lines(rank, "stderr") if line.strip()]
+    return next((line for line in reversed(lines) if _EXCEPTION_LINE.match(line)),
+                None)
+
+
 def failure_message(error: Any) -> str:
     """Say in words why a process failed: its exception, not its last printout.
 
     A process's stderr may end with an array it printed, or with the tail of
-    a long message; the exception's own line says what went wrong.
+    a long message; the exception's own line says what went wrong. When one
+    process raised and left, its partners' collectives fail too ("Gloo
+    all-reduce failed ... Connection reset by peer"), and whichever process
+    the launcher saw end first may be one of those: the report then names
+    the process whose error is its own.
     """
     rank = getattr(error, "rank", "?")
-    lines = [line.strip() for line in error.result.lines(rank, "stderr")
-             if line.strip()]
+    result = error.result
+    if isinstance(rank, int):
+        for other in [rank, *(r for r in range(result.num_processes) if r != rank)]:
+            found = _exception_line(result, other)
+            if found is not None and not _PARTNER_LEFT.search(found):
+                return f"process {other} failed: {found}"
+    lines = [line.strip() for line in result.lines(rank, "stderr") if line.strip()]
     found = next((line for line in reversed(lines) if _EXCEPTION_LINE.match(line)),
                  None)
     if found is None:

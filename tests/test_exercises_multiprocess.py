@@ -264,3 +264,25 @@ def test_job_ending_names_a_wrong_choice() -> None:
     result = check("multiprocess.job_ending", lambda log, sacct: ("crash", "retry"))
     assert not result.passed
     assert "'crash' is not one of ENDINGS" in failures(result)
+
+
+def test_a_failure_is_reported_by_the_process_that_left_not_its_partner() -> None:
+    # The race CI met: process 0 raised (its batch was short) and left; process
+    # 1's all-reduce then failed, and the launcher saw process 1 end first.
+    from jaxcourse.launch import LaunchResult, RankFailedError
+    from solutions.multiprocess_workers import failure_message
+
+    own = ("ValueError: process 0 passed step() a batch of shape (0,), not (3,): "
+           "every process must pass full batches")
+    partner = ("ValueError: UNKNOWN: Gloo all-reduce failed: [external/gloo/gloo/"
+               "transport/tcp/pair.cc:538] Read error [127.0.0.1]:13962: "
+               "Connection reset by peer")
+    result = LaunchResult(["python", "worker.py"], 2, 1, "127.0.0.1:1",
+                          returncodes=[1, 1], stdout=["", ""],
+                          stderr=[f"Traceback (most recent call last):\n{own}\n",
+                                  f"Traceback (most recent call last):\n{partner}\n"])
+    error = RankFailedError("rank 1 exited with code 1", result, 1, 1)
+    assert failure_message(error) == f"process 0 failed: {own}"
+    # With no error of its own anywhere, the launcher's rank is reported.
+    result.stderr[0] = ""
+    assert failure_message(error) == f"process 1 failed: {partner}"
