@@ -19,6 +19,7 @@ every piece the same way, over one (the scaling book's convention; see
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from .communication import ring_bytes
@@ -26,7 +27,8 @@ from .layouts import check_layout
 from .model import Size, param_count
 
 __all__ = ["HARDWARE", "Hardware", "axis_bandwidth", "best_fsdp_tp",
-           "critical_batch", "phase_bytes", "step_flops", "step_time"]
+           "compute_bound_above", "critical_batch", "phase_bytes", "step_flops",
+           "step_time"]
 
 
 class Hardware(NamedTuple):
@@ -278,18 +280,30 @@ def critical_batch(size: Size, layout: str, hw: Hardware, data: int = 1,
     times = [step_time(size, layout, b, hw, data, model, itemsize, across_nodes,
                        wraparound, data_axes, model_axes, exact_rings)
              for b in (probe, 2 * probe)]
+    return compute_bound_above(times, probe) / (data * model)
+
+
+def compute_bound_above(times: Sequence[dict[str, float]], probe: float) -> float:
+    """Return the work (examples or tokens) above which both passes are compute-bound.
+
+    ``times`` are two :func:`step_time`-like results, for ``probe`` and
+    ``2 probe``: in each pass communication takes ``a + c x`` and compute
+    ``k x``, so the pass is compute-bound above ``x = a / (k - c)``. The
+    result is the larger over the two passes: ``0`` when both always are,
+    ``inf`` when one never is (``c >= k``).
+    """
     needed = 0.0
     for phase in ("forward", "backward"):
         comm = [t[f"{phase}_communication"] for t in times]
-        slope = (comm[1] - comm[0]) / probe   # seconds per example sent
+        slope = (comm[1] - comm[0]) / probe   # seconds per unit of work sent
         fixed = comm[0] - slope * probe       # seconds that do not grow
-        per_example = times[0][f"{phase}_compute"] / probe
-        if fixed <= 0 and slope <= per_example:
+        per_unit = times[0][f"{phase}_compute"] / probe
+        if fixed <= 0 and slope <= per_unit:
             continue
-        if per_example <= slope:
+        if per_unit <= slope:
             return float("inf")
-        needed = max(needed, fixed / (per_example - slope))
-    return needed / (data * model)
+        needed = max(needed, fixed / (per_unit - slope))
+    return needed
 
 
 def best_fsdp_tp(size: Size, hw: Hardware, chips: int, itemsize: int = 2,

@@ -30,7 +30,12 @@ import numpy as np
 from jaxcourse import CourseError
 from jaxcourse.scaling.communication import collective_summary, compiled_collectives
 from jaxcourse.scaling.memory import compiled_memory
-from jaxcourse.scaling.roofline import Hardware, axis_bandwidth, ring_bytes
+from jaxcourse.scaling.roofline import (
+    Hardware,
+    axis_bandwidth,
+    compute_bound_above,
+    ring_bytes,
+)
 
 from .config import LLAMA3_8B, LLAMA3_70B, Config, flops_per_token, param_count
 from .layouts import DATA, MODEL, batch_spec, layout_switches, sharded_step, spec_tree
@@ -112,18 +117,7 @@ def critical_batch(cfg: Config, layout: str, hw: Hardware, seq: int, data: int =
     probe = float(data * model * seq)
     times = [step_time(cfg, layout, t, hw, seq, data, model, itemsize, across_nodes)
              for t in (probe, 2 * probe)]
-    needed = 0.0
-    for phase in ("forward", "backward"):
-        comm = [t[f"{phase}_communication"] for t in times]
-        slope = (comm[1] - comm[0]) / probe
-        fixed = comm[0] - slope * probe
-        per_token = times[0][f"{phase}_compute"] / probe
-        if fixed <= 0 and slope <= per_token:
-            continue
-        if per_token <= slope:
-            return float("inf")
-        needed = max(needed, fixed / (per_token - slope))
-    return needed / (data * model)
+    return compute_bound_above(times, probe) / (data * model)
 
 
 def compile_step(cfg: Config, layout: str, data: int, model: int, batch: int, seq: int,
