@@ -1,4 +1,4 @@
-"""What chapter 8's checks are made of: the chapter's model, inputs and tolerances.
+"""What chapter 9's checks are made of: the chapter's model, inputs and tolerances.
 
 The checking side of :mod:`solutions.dp_zh`, which registers the exercises (in
 Traditional Chinese, and their Simplified-Chinese edition); this module holds
@@ -164,7 +164,7 @@ def step_tolerance(sizes: list[int], global_batch: int, step_size: float) -> dic
     gamma_n 之內（n = 2 sum(sizes) + global_batch），相對於各項的大小（GRADIENT_TERMS
     以內）；兩次計算最多差兩倍，再乘上步長。logit 的捨入經由 softmax 造成的誤差不計：
     一階的上界可以更大，但實際的捨入遠遠不到（實測誤差不到這個界的十分之一）。損失和
-    第 7 章一樣，取相對於損失本身的 2 gamma_n（rtol），它也涵蓋 p - step_size * g
+    第 8 章一樣，取相對於損失本身的 2 gamma_n（rtol），它也涵蓋 p - step_size * g
     最後那一次捨入。
     """
     tolerance = 2 * sum_tolerance(2 * sum(sizes) + global_batch)
