@@ -4,6 +4,10 @@ PY := $(VENV)/bin/python
 export JAX_COURSE_VENV := $(VENV)
 # Quiet TensorFlow's C++ start-up logs; errors still show.
 export TF_CPP_MIN_LOG_LEVEL ?= 2
+# Compile-only TPU slices (jaxcourse/slices.py): libtpu lets one process at a
+# time load it unless every process starts with this set; on a machine without
+# a TPU there is no chip to guard, and notebooks and test workers compile at once.
+export ALLOW_MULTIPLE_LIBTPU_LOAD ?= 1
 
 .PHONY: setup self data test test-fast lint light book lab exercises release bench clean \
 	cluster cluster-stop hub hub-stop

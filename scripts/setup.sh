@@ -53,6 +53,26 @@ install_pins "$VENV" "$here/requirements.txt" \
 "$VENV/bin/python" -m pip install --quiet --no-deps --no-build-isolation -e "$here"
 "$VENV/bin/python" "$here/scripts/installed_here.py" --stamp
 
+step "libtpu, the TPU compiler, apart from the environment (compile-only TPU slices)"
+# requirements.txt pins it behind a marker that `pip install -r` skips; here it
+# is unpacked into a folder of its own, which jaxcourse.slices loads by path
+# when a chapter compiles for a TPU slice (and nothing else ever imports).
+libtpu_pin="$(grep -oE '^libtpu==[0-9.]+' "$here/requirements.txt")"
+LIBTPU_DIR="$HOME/.jax-course/libtpu/${libtpu_pin#libtpu==}"
+if [ -f "$LIBTPU_DIR/libtpu/libtpu.so" ]; then
+  echo "$libtpu_pin: already in $LIBTPU_DIR"
+else
+  rm -rf "$LIBTPU_DIR.partial"
+  if "$VENV/bin/python" -m pip install --quiet --no-deps --no-compile \
+       --target "$LIBTPU_DIR.partial" "$libtpu_pin"; then
+    rm -rf "$LIBTPU_DIR" && mv "$LIBTPU_DIR.partial" "$LIBTPU_DIR"
+    echo "$libtpu_pin: unpacked into $LIBTPU_DIR"
+  else
+    echo "warning: $libtpu_pin could not be installed; compiling for TPU slices" \
+         "(chapters 6 and 7) needs it." >&2
+  fi
+fi
+
 step "nbgrader environment: $NBGRADER_VENV"
 # Apart from the course's environment: installed there, nbgrader would turn on
 # its server and JupyterLab extensions in every learner's JupyterLab. It grades
