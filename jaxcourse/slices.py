@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 from jaxcourse import CourseError
 
 __all__ = ["ALLOW_ENV", "LIBTPU_ENV", "LIBTPU_VERSION", "SLICES", "Slice", "SliceError",
-           "libtpu_path", "slice_devices", "slice_mesh"]
+           "compile_for_chip", "libtpu_path", "slice_devices", "slice_mesh"]
 
 #: The libtpu that JAX 0.10.2's ``jax[tpu]`` extra names (``requirements.txt``
 #: pins the same; a test keeps the two equal).
@@ -253,3 +253,34 @@ def slice_mesh(name: str, axis_shapes: Sequence[int],
     kind = AxisType.Explicit if explicit else AxisType.Auto
     return jax.make_mesh(tuple(axis_shapes), tuple(axis_names),
                          axis_types=(kind,) * len(axis_names), devices=devices)
+
+
+def compile_for_chip(jitted: Any, *args: Any, slice_name: str = "v5e 2x4") -> Any:
+    """Compile ``jitted`` for one chip of ``slice_name``, from its arguments' shapes.
+
+    Each argument (an array or a ``jax.ShapeDtypeStruct``, in any pytree) is
+    replaced by its shape and dtype on the slice's first chip, so the program
+    is the one this machine's CPU would run, compiled by the TPU compiler:
+    its ``memory_analysis()`` and ``cost_analysis()`` are the chip's.
+
+    Parameters
+    ----------
+    jitted : jax.stages.Wrapped
+        A ``jax.jit`` function (its ``donate_argnums`` are kept).
+    *args
+        What it would be called with.
+    slice_name : str
+        A key of :data:`SLICES`.
+
+    Returns
+    -------
+    jax.stages.Compiled
+        Nothing can run it; read its analyses.
+    """
+    import jax
+    from jax.sharding import SingleDeviceSharding
+
+    on = SingleDeviceSharding(slice_devices(slice_name)[0])
+    shaped = jax.tree.map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=on),
+                          args)
+    return jitted.lower(*shaped).compile()
