@@ -72,7 +72,9 @@ def use_cpu_devices(n: int) -> list:
 
     Call it right after ``import jax``, before anything creates an array.
     Calling it again with the same or a smaller ``n`` is harmless, so a
-    notebook can be re-run top to bottom.
+    notebook can be re-run top to bottom. It also makes the CPU JAX's only
+    platform, so that on a machine with an accelerator (Colab's or Kaggle's
+    TPU runtime) ``jax.devices()`` is these ``n`` devices, not the one chip.
 
     Parameters
     ----------
@@ -87,8 +89,8 @@ def use_cpu_devices(n: int) -> list:
     Raises
     ------
     DeviceSetupError
-        If JAX already started with fewer than ``n`` CPU devices; the message
-        says to restart the kernel and call this first.
+        If JAX already started with fewer than ``n`` CPU devices, or on an
+        accelerator; the message says to restart the kernel and call this first.
     ValueError
         If ``n`` is not a positive integer.
     """
@@ -98,9 +100,21 @@ def use_cpu_devices(n: int) -> list:
 
     if not _backends_started():
         jax.config.update("jax_num_cpu_devices", n)
+        # On a machine with an accelerator (a TPU or GPU runtime) JAX would
+        # start on it and `jax.devices()` would be its one chip: the chapter's
+        # meshes need the n CPU devices to be the default ones.
+        jax.config.update("jax_platforms", "cpu")
         # Child processes (a launcher, a DataLoader worker) read XLA_FLAGS,
         # not this process's config; keep the two in step.
         os.environ["XLA_FLAGS"] = xla_flags(n)
+    elif jax.default_backend() != "cpu":
+        raise DeviceSetupError(
+            f"JAX already started on the {jax.default_backend().upper()}, so its "
+            f"default devices are the accelerator's ({len(jax.devices())}), not "
+            f"{n} CPU devices, and that cannot change once it has started. Restart "
+            f"the kernel (Runtime > Restart session in Colab) and run "
+            f"use_cpu_devices({n}) right after `import jax`, before anything "
+            "creates an array.")
     devices = jax.devices("cpu")
     if len(devices) < n:
         raise DeviceSetupError(

@@ -44,8 +44,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BATCHES", "MEASURED", "STEP", "main", "measured_files", "predicted",
-           "step_config"]
+__all__ = ["BATCHES", "MEASURED", "STEP", "knee", "load", "main", "measured_files",
+           "predicted", "step_config"]
 
 #: Where the stored measurements live: one ``<device kind>.json`` each.
 MEASURED = Path(__file__).parent / "data" / "measured"
@@ -90,7 +90,7 @@ def _matmul_bytes(batch: int, width: int) -> int:
     return 2 * (batch * width + width * width + batch * width)
 
 
-def _knee(flops: float, bandwidth: float, width: int) -> float:
+def knee(flops: float, bandwidth: float, width: int) -> float:
     """Return the batch where ``X[B, w] @ W[w, w]``'s intensity is flops / bandwidth.
 
     Intensity ``2 B w² / (2 (2 B w + w²)) = B w / (2 B + w)``; solved for B.
@@ -137,7 +137,7 @@ def predicted(kind: str, batches: Sequence[int], width: int,
         out["matmul"].append({"batch": b, "flops": flops, "bytes": nbytes,
                               "seconds": max(flops / hw.flops,
                                              nbytes / hw.hbm_bandwidth)})
-    out["knee"] = _knee(hw.flops, hw.hbm_bandwidth, width)
+    out["knee"] = knee(hw.flops, hw.hbm_bandwidth, width)
     cfg = step_config(step)
     tokens = step["batch"] * step["seq"]
     state = transformer.state_bytes(cfg, "data parallel", step["precision"])["total"]
@@ -393,6 +393,21 @@ def add_aot(path: Path, slice_name: str = "v5e 2x4") -> dict[str, Any]:
         found["aot"]["step"][policy] = {"compiled": aot, "agrees": aot == chip}
     path.write_text(json.dumps(found, indent=1) + "\n", encoding="utf-8")
     return found
+
+
+def load(name: str) -> dict[str, Any]:
+    """Return a stored measurement, e.g. ``load("tpu_v5e")``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If there is no such file; the message lists the ones there are.
+    """
+    path = MEASURED / f"{name}.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"no measurement {name!r}; stored: "
+                                f"{[p.stem for p in measured_files()]}")
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def measured_files() -> list[Path]:

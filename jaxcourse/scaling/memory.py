@@ -123,14 +123,17 @@ def residual_bytes(residuals: list[tuple[str, str, int]]) -> int:
 
 
 def compile_from_shapes(size: Size, layout: str, batch: int, data: int = 1,
-                        model: int = 1, optimizer: Any = None) -> Any:
+                        model: int = 1, optimizer: Any = None,
+                        devices: Any = None) -> Any:
     """Compile ``layout``'s training step from shapes alone, allocating nothing.
 
     The parameters, Adam's state and the batch are given to ``jax.jit`` as
     ``jax.ShapeDtypeStruct`` with the layout's shardings on a ``data × model``
     mesh of the first ``data * model`` devices, so that a learner can read a
     large program's :func:`compiled_memory` and :func:`compiled_collectives`
-    without the memory to run it.
+    without the memory to run it. ``devices`` (by default ``jax.devices()``)
+    may be a TPU slice's compile-only devices (:mod:`jaxcourse.slices`): the
+    program is then the chip's, compiled by its own compiler.
 
     Raises
     ------
@@ -142,7 +145,8 @@ def compile_from_shapes(size: Size, layout: str, batch: int, data: int = 1,
     from jax.sharding import AxisType, NamedSharding
 
     check_layout(layout)
-    have = len(jax.devices())
+    devices = list(jax.devices() if devices is None else devices)
+    have = len(devices)
     if have < data * model:
         raise ValueError(f"a {data}×{model} mesh needs {data * model} devices; JAX has "
                          f"{have} (call jaxcourse.devices.use_cpu_devices first)")
@@ -151,7 +155,7 @@ def compile_from_shapes(size: Size, layout: str, batch: int, data: int = 1,
     optimizer = optimizer or optax.adam(1e-3)
     mesh = jax.make_mesh((data, model), (DATA, MODEL),
                          axis_types=(AxisType.Explicit, AxisType.Explicit),
-                         devices=jax.devices()[:data * model])
+                         devices=devices[:data * model])
     params = jax.eval_shape(lambda key: init_params(key, size), jax.random.key(0))
     opt_state = jax.eval_shape(optimizer.init, params)
 
