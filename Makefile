@@ -10,18 +10,24 @@ export TF_CPP_MIN_LOG_LEVEL ?= 2
 export ALLOW_MULTIPLE_LIBTPU_LOAD ?= 1
 
 .PHONY: setup self data test test-fast lint light book lab exercises release bench clean \
-	cluster cluster-stop hub hub-stop
+	cluster cluster-stop hub hub-stop help
 
 setup:  ## create the environment, install everything, provision the data
 	bash scripts/setup.sh
 
-# The shared environment's editable install may point at another clone (CI
-# clones elsewhere), or predate the course's entry point; re-install it from
-# this checkout when it does (a few seconds).
+# Every target runs this checkout's code: its folder goes first on PYTHONPATH,
+# exported to every command and to every process they start (kernels, the
+# grader's sandboxes, the hub's servers), ahead of the shared environment's
+# editable install, which may point at another clone. No target re-points that
+# install (only `make setup` does): running one here never changes what
+# `import jaxcourse` finds in another clone.
+export PYTHONPATH := $(CURDIR)$(if $(PYTHONPATH),:$(PYTHONPATH))
+
+# The environment must hold the course's metadata as this checkout declares it
+# (the entry point through which the engine finds the course); it never
+# re-installs, it says to run `make setup` when it does not.
 self:
-	@$(PY) scripts/installed_here.py 2>/dev/null \
-	  || ($(PY) -m pip install --quiet --no-deps --no-build-isolation -e . \
-	      && $(PY) scripts/installed_here.py --stamp)
+	@$(PY) scripts/installed_here.py
 
 data:  ## provision (or re-check) the offline dataset
 	$(PY) -m jaxcourse.data
@@ -52,11 +58,12 @@ test-fast: self  ## unit and contract tests in this process only (no notebook, n
 # section and `grading --slurm` run on it. The tests start it themselves when
 # they need it, and stop it afterwards if they started it. It ends with the
 # line that points your shell's squeue and sacct at it (export SLURM_CONF=...);
-# `python -m jaxcourse.slurm squeue|sacct` needs none.
+# `python -m jaxcourse.slurm squeue|sacct` needs none. One cluster per home:
+# every clone uses the same one, and cluster-stop cancels every job on it.
 cluster: self  ## start the course's single-machine Slurm cluster (installs Slurm if missing); prints its SLURM_CONF line
 	bash scripts/cluster.sh start
 
-cluster-stop:  ## stop the course's Slurm cluster (only the daemons it started)
+cluster-stop:  ## stop the course's Slurm cluster: one per home, shared by every clone; ends everyone's jobs on it
 	bash scripts/cluster.sh stop
 
 # A class on a local JupyterHub (127.0.0.1, state in ~/.jax-course/hub): a
@@ -89,5 +96,9 @@ release: self  ## a class release: make release DIR=<folder> [CHAPTERS="03_bayes
 bench: self  ## training-loop speed as ratios to the device-resident limit
 	$(PY) benchmarks/loops.py
 
-clean:
+clean:  ## remove the built book (_build)
 	rm -rf _build
+
+# Every target with a `## ` comment, in the Makefile's order.
+help:  ## list the targets and what each does
+	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / {printf "  make %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)

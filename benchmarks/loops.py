@@ -37,11 +37,11 @@ from collections.abc import Callable, Iterator
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
+import jax
+import jax.numpy as jnp
+import numpy as np
 
-from jaxcourse import data, mlp  # noqa: E402
+from jaxcourse import data, mlp
 
 BATCH = mlp.REFERENCE.batch_size
 CHUNK = 39  # batches per scan call: 468 = 12 × 39

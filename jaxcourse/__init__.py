@@ -14,8 +14,9 @@ from __future__ import annotations
 import importlib.util
 import sys
 
+from .version import __version__
+
 __all__ = ["CourseError", "__version__"]
-__version__ = "0.1.0"
 
 
 class CourseError(Exception):

@@ -21,7 +21,7 @@ __all__ = ["VI_PRIOR_SCALE", "chapter_data", "elbo", "log_joint"]
 VI_PRIOR_SCALE = 10.0
 
 
-def log_joint(beta, all_x, y, prior_scale=1.0):  # noqa: ANN001, ANN201
+def log_joint(beta, all_x, y, prior_scale=1.0):
     """Log prior + log likelihood of logistic regression, for ONE ``beta``.
 
     Written as the chapter writes it (no type hints, no axes), because the

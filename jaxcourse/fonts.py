@@ -72,7 +72,7 @@ def font_dir() -> Path:
 def _download(url: str, timeout: float) -> bytes:
     # The timeout bounds the connection and every read: an unreachable or
     # silent registry fails fast instead of hanging the notebook.
-    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310
+    with urllib.request.urlopen(url, timeout=timeout) as response:
         return response.read()
 
 

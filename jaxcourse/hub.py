@@ -27,16 +27,19 @@ Notebook As…). The teacher's home holds a notebook whose cells call
 ``submitted/<chapter>/<student>.ipynb``) and :func:`grade` (the course's
 grader, :func:`jaxcourse.exercises.grading.grade`, which prints the table).
 
-``stop`` ends what ``start`` started and nothing else: the hub by its
-recorded pid (checked against its start time, so a reused pid is never
-signalled), which stops the servers and the proxy it started; then every
-process still carrying the hub's tag (:data:`jaxcourse.processes.TAG_ENV`,
-unique to one start, inherited by the proxy, each server and each kernel).
+``start`` runs JupyterHub in a PID namespace of its own (bubblewrap,
+:func:`jaxcourse.exercises.isolation.pid_namespace`), which every process
+it starts inherits and none can leave. ``stop`` ends what ``start`` started
+and nothing else: the hub by its recorded pid (checked against its start
+time, so a reused pid is never signalled), which stops the servers and the
+proxy it started, then the namespace, which ends every process still in
+it, even one that called ``setsid``, forked twice and cleared its
+environment; then, as a last net, every process still carrying the hub's tag
+(:data:`jaxcourse.processes.TAG_ENV`).
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -57,13 +60,15 @@ import nbformat
 import psutil
 
 from . import CourseError
-from .processes import TAG_ENV, new_tag, tagged
+from . import cli as commandline
+from .processes import TAG_ENV, end_namespace, new_tag, tagged
 
 __all__ = [
     "CHAPTER",
     "STUDENTS",
     "TEACHER",
     "HubError",
+    "HubToolMissingError",
     "HubState",
     "class_repository",
     "collect",
@@ -100,6 +105,10 @@ LAB_SETTINGS = {
 
 class HubError(CourseError):
     """The local hub cannot do what was asked; the message says why."""
+
+
+class HubToolMissingError(HubError, commandline.MissingToolError):
+    """A program the hub needs is not installed (exit code 3)."""
 
 
 @dataclass(frozen=True)
@@ -144,18 +153,37 @@ def _proxy() -> Path:
     path = (Path(folder) if folder else Path.home() / ".jax-course" / "proxy") \
         / "node_modules" / ".bin" / "configurable-http-proxy"
     if not path.is_file():
-        raise HubError(f"configurable-http-proxy is not installed at {path}: run "
-                       "`make setup` (it installs it with npm).")
+        raise HubToolMissingError(
+            f"configurable-http-proxy is not installed at {path}: run "
+            "`make setup` (it installs it with npm).")
     return path
 
 
 def _bin(name: str) -> Path:
     path = Path(sys.executable).with_name(name)
     if not path.is_file():
-        raise HubError(f"{name} is not installed beside {sys.executable}: run "
-                       "`make setup` (requirements.txt pins jupyterhub and "
-                       "nbgitpuller).")
+        raise HubToolMissingError(
+            f"{name} is not installed beside {sys.executable}: run "
+            "`make setup` (requirements.txt pins jupyterhub and nbgitpuller).")
     return path
+
+
+def _bwrap() -> str:
+    """Return bubblewrap, which gives the hub its own PID namespace; or say why not.
+
+    Without one, a process the hub started could leave every group, session
+    and tag (``setsid``, a double fork, a cleared environment) and outlive
+    ``make hub-stop``.
+    """
+    from .exercises import isolation
+
+    reason = isolation.unavailable_reason()
+    bwrap = isolation.program()
+    if reason is not None or bwrap is None:
+        raise HubToolMissingError(
+            f"the hub runs in a PID namespace of its own (bubblewrap), so that "
+            f"`make hub-stop` ends everything it started: {reason}")
+    return bwrap
 
 
 def _config() -> dict:
@@ -207,7 +235,9 @@ def _git(folder: Path, *args: str) -> str:
 def class_repository(state: Path, chapter: str = CHAPTER) -> Path:
     """Write the class repository: the chapter's class release and the chapter.
 
-    A git repository (branch ``main``) at ``<state>/git/<CLASS_REPO>``: what
+    A git repository at ``<state>/git/<CLASS_REPO>``, on the branch that
+    ``_config.yml``'s launch buttons name (``repository: branch``, the
+    course's release tag: a class's own repository sets its own): what
     ``make release`` writes for ``chapter``, plus ``book/<chapter>.ipynb``,
     so that the book's launch button opens the chapter and the exercises
     page's button the student notebook. Written again at each start, as a
@@ -225,12 +255,16 @@ def class_repository(state: Path, chapter: str = CHAPTER) -> Path:
         raise HubError(f"the class release of {chapter} failed:\n{made.stderr[-2000:]}")
     (fresh / "book").mkdir()
     shutil.copy2(ROOT / "book" / f"{chapter}.ipynb", fresh / "book")
+    branch = _config().get("repository", {}).get("branch", "main")
     if (repo / ".git").is_dir():
         shutil.move(repo / ".git", fresh / ".git")
     else:
-        _git(fresh, "init", "-q", "-b", "main")
+        _git(fresh, "init", "-q", "-b", branch)
     shutil.rmtree(repo, ignore_errors=True)
     fresh.rename(repo)
+    # An earlier start's repository may be on another branch (the course's
+    # tag before a release): the buttons' branch, at the same history.
+    _git(repo, "checkout", "-q", "-B", branch)
     _git(repo, "add", "-A")
     if _git(repo, "status", "--porcelain").strip():
         _git(repo, "commit", "-q", "-m", f"The class release of {chapter}")
@@ -271,7 +305,7 @@ def _free_port() -> int:
 
 def _answers(url: str) -> bool:
     try:
-        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310
+        with urllib.request.urlopen(url, timeout=5) as response:
             return response.status == 200
     except OSError:
         return False
@@ -318,6 +352,7 @@ def start(port: int = DEFAULT_PORT, state: Path | None = None,
         return hub
     proxy, jupyterhub = _proxy(), _bin("jupyterhub")
     singleuser = _bin("jupyterhub-singleuser")
+    bwrap = _bwrap()
     with socket.socket() as s:
         if s.connect_ex(("127.0.0.1", port)) == 0:
             raise HubError(f"port {port} on 127.0.0.1 is taken: choose another "
@@ -344,9 +379,15 @@ def start(port: int = DEFAULT_PORT, state: Path | None = None,
            "PYTHONPATH": os.pathsep.join(filter(None, [
                str(ROOT), os.environ.get("PYTHONPATH", "")]))}
     log = (state / "jupyterhub.log").open("w")
-    process = subprocess.Popen([str(jupyterhub), "-f", str(CONFIG)], cwd=state, env=env,
-                               stdout=log, stderr=subprocess.STDOUT,
-                               start_new_session=True)
+    # In a PID namespace of its own: everything the hub starts (the proxy,
+    # the servers, their kernels, whatever those fork) stays in it, and
+    # `stop` ends the namespace, not a list of processes it found.
+    from .exercises.isolation import pid_namespace
+
+    process = subprocess.Popen(
+        pid_namespace([str(jupyterhub), "-f", str(CONFIG)], bwrap),
+        cwd=state, env=env, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True)
     log.close()
     hub = HubState(f"http://127.0.0.1:{port}", process.pid,
                    psutil.Process(process.pid).create_time(), tag, password)
@@ -368,10 +409,15 @@ def start(port: int = DEFAULT_PORT, state: Path | None = None,
 def stop(state: Path | None = None) -> list[int]:
     """End the hub recorded in ``state`` and every process it started; return the pids.
 
-    The hub gets SIGTERM and stops its servers and its proxy itself; after
-    ``STOP_S`` seconds, or once it has gone, whatever still carries its tag
-    gets SIGTERM, then SIGKILL. Nothing else is signalled. The pids returned
-    are the hub's and those of every process that carried its tag.
+    The hub runs in a PID namespace of its own (:func:`start`). JupyterHub
+    gets SIGTERM and stops its servers and its proxy itself; after
+    ``STOP_S`` seconds, or once it has gone, the namespace's init is killed,
+    and with it every process still in the namespace, whatever session,
+    parent or environment it gave itself
+    (:func:`jaxcourse.processes.end_namespace`). Then whatever still carries
+    the hub's tag (a hub started before the namespace) gets SIGTERM, then
+    SIGKILL. Nothing else is signalled. The pids returned are those of the
+    namespace's processes, the hub's recorded one, and every tagged one.
     """
     state = state or state_dir()
     record = state / "hub.json"
@@ -387,9 +433,12 @@ def stop(state: Path | None = None) -> list[int]:
     if hub is not None:
         with contextlib.suppress(psutil.Error):
             process = psutil.Process(hub.pid)
-            process.send_signal(signal.SIGTERM)
             ended.append(hub.pid)
-            process.wait(STOP_S)
+            if process.name() == "bwrap":
+                ended += end_namespace(process, grace=STOP_S)
+            else:  # a hub that an earlier version started outside one
+                process.send_signal(signal.SIGTERM)
+                process.wait(STOP_S)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         left = tagged(tag) if tag else []
         for proc in left:
@@ -451,48 +500,68 @@ def grade(chapter: str = CHAPTER, state: Path | None = None) -> list:
     return rows
 
 
+#: Each command's line in ``--help``, and what its argument is.
+_COMMANDS = {
+    "start": ("start the hub with chapter 3's class release (make hub)", None),
+    "stop": ("stop the hub and every process it started (make hub-stop)", None),
+    "status": ("say whether the hub is running", None),
+    "link": ("print the nbgitpuller link of a notebook of the class repository",
+             "the notebook (default: chapter 3's exercises)"),
+    "collect": ("copy each student's outbox into the course folder",
+                f"the chapter (default: {CHAPTER})"),
+    "grade": ("grade what was collected with the course's grader (needs "
+              "bubblewrap)", f"the chapter (default: {CHAPTER})"),
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line (``make hub``, ``make hub-stop``); return its status."""
-    parser = argparse.ArgumentParser(prog="python -m jaxcourse.hub",
-                                     description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["start", "stop", "status", "link",
-                                            "collect", "grade"])
-    parser.add_argument("what", nargs="?", help="link: a notebook of the class "
-                        "repository; collect, grade: a chapter")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    """Run the command line (``make hub``, ``make hub-stop``); return its status.
+
+    Exit codes as every command of the course (:mod:`jaxcourse.cli`): 1 when
+    the hub or the grading failed, 2 for a bad command line, 3 when a program
+    it needs (JupyterHub, the proxy, bubblewrap) is missing.
+    """
+    parser = commandline.parser("python -m jaxcourse.hub", __doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (line, what) in _COMMANDS.items():
+        sub = commands.add_parser(name, help=line, description=line)
+        if what:
+            sub.add_argument("what", nargs="?", help=what)
+        if name in ("start", "link"):
+            sub.add_argument("--port", type=int, default=DEFAULT_PORT,
+                             help="the hub's port on 127.0.0.1 "
+                                  f"(default {DEFAULT_PORT})")
     args = parser.parse_args(argv)
-    state = state_dir()
-    try:
-        if args.command == "start":
-            hub = start(args.port, state)
-            print(f"JupyterHub at {hub.url}: users {TEACHER} (admin) and "
-                  f"{', '.join(STUDENTS)}, password {hub.password}")
-            print("chapter 3's exercises for a student: "
-                  + hub_link(hub.url, (state / "git" / CLASS_REPO).as_uri(),
-                             f"exercises/{CHAPTER}_exercises.ipynb"))
-            print(f"stop it with: make hub-stop (its state: {state})")
-        elif args.command == "stop":
-            ended = stop(state)
-            others = max(len(ended) - 1, 0)
-            print(f"stopped the hub and {others} process{'es' * (others != 1)} it "
-                  "had started (its proxy, the users' servers, their kernels)"
-                  if ended else "no hub of the course was running")
-        elif args.command == "status":
-            hub = running(state)
-            print(f"running at {hub.url} (pid {hub.pid})" if hub else "not running")
-        elif args.command == "link":
-            hub = running(state)
-            url = hub.url if hub else f"http://127.0.0.1:{args.port}"
-            print(hub_link(url, (state / "git" / CLASS_REPO).as_uri(),
-                           args.what or f"exercises/{CHAPTER}_exercises.ipynb"))
-        elif args.command == "collect":
-            collect(args.what or CHAPTER, state)
-        else:
-            grade(args.what or CHAPTER, state)
-    except HubError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    return 0
+    return commandline.run(lambda: _command(args, state_dir()))
+
+
+def _command(args, state: Path) -> None:
+    if args.command == "start":
+        hub = start(args.port, state)
+        print(f"JupyterHub at {hub.url}: users {TEACHER} (admin) and "
+              f"{', '.join(STUDENTS)}, password {hub.password}")
+        print("chapter 3's exercises for a student: "
+              + hub_link(hub.url, (state / "git" / CLASS_REPO).as_uri(),
+                         f"exercises/{CHAPTER}_exercises.ipynb"))
+        print(f"stop it with: make hub-stop (its state: {state})")
+    elif args.command == "stop":
+        ended = stop(state)
+        others = max(len(ended) - 1, 0)
+        print(f"stopped the hub and {others} process{'es' * (others != 1)} it "
+              "had started (its proxy, the users' servers, their kernels)"
+              if ended else "no hub of the course was running")
+    elif args.command == "status":
+        hub = running(state)
+        print(f"running at {hub.url} (pid {hub.pid})" if hub else "not running")
+    elif args.command == "link":
+        hub = running(state)
+        url = hub.url if hub else f"http://127.0.0.1:{args.port}"
+        print(hub_link(url, (state / "git" / CLASS_REPO).as_uri(),
+                       args.what or f"exercises/{CHAPTER}_exercises.ipynb"))
+    elif args.command == "collect":
+        collect(args.what or CHAPTER, state)
+    else:
+        grade(args.what or CHAPTER, state)
 
 
 if __name__ == "__main__":

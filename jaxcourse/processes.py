@@ -24,6 +24,13 @@ tree from the root no longer finds it. Three nets catch them:
 After SIGTERM (and a grace period) everything still found is sent SIGKILL,
 and the search repeats until nothing is left, so that a process forking
 while it is being ended cannot slip through.
+
+The three nets search for processes, and a child that clears its
+environment, calls ``setsid`` and forks twice where no subreaper waits
+escapes them all. What must end with certainty runs in a PID namespace of
+its own instead (bubblewrap: the grader's wall, nbgrader's kernel, the local
+hub): nothing can leave one, and :func:`end_namespace` ends every process in
+it by killing its init.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ __all__ = [
     "become_subreaper",
     "reap_adopted",
     "descendants",
+    "end_namespace",
     "end_tree",
     "new_tag",
     "tagged",
@@ -110,6 +118,50 @@ def reap_adopted(before: Iterable[int]) -> list[int]:
                     child.pid, os.WNOHANG)[0] == child.pid:
                 collected.append(child.pid)
     return collected
+
+
+def end_namespace(outer: psutil.Process, grace: float = 0.0) -> list[int]:
+    """End every process of the PID namespace that ``outer`` made; return their pids.
+
+    ``outer`` is a ``bwrap --unshare-pid`` process (its command line from
+    :func:`jaxcourse.exercises.isolation.pid_namespace`); its only child is
+    the namespace's init. When that init dies, the kernel kills every other
+    process in the namespace: nothing inside can leave it, whatever session,
+    parent or environment it gave itself, so no search, tag or tree walk is
+    needed. With ``grace``, the init's own children (the service itself) get
+    SIGTERM first and that long to stop on their own.
+
+    Parameters
+    ----------
+    outer : psutil.Process
+        The bwrap process (checked by the caller to be the one it started).
+    grace : float
+        Seconds between SIGTERM to the init's children and SIGKILL to the init.
+
+    Returns
+    -------
+    list of int
+        The pids of the namespace's processes, as seen from here, init included.
+    """
+    try:
+        inits = outer.children()
+        members = outer.children(recursive=True)
+    except psutil.Error:
+        return []
+    if grace > 0:
+        leaders = []
+        for init in inits:
+            with contextlib.suppress(psutil.Error):
+                leaders += init.children()
+        for proc in leaders:
+            with contextlib.suppress(psutil.Error):
+                proc.send_signal(signal.SIGTERM)
+        psutil.wait_procs(leaders, timeout=grace)
+    for init in inits:
+        with contextlib.suppress(psutil.Error):
+            init.kill()
+    psutil.wait_procs([outer, *members], timeout=10)
+    return sorted(p.pid for p in members)
 
 
 def tagged(tag: str) -> list[psutil.Process]:

@@ -63,6 +63,8 @@ from pathlib import Path
 
 import nbformat
 
+from jaxcourse.cli import add_version
+
 __all__ = [
     "CJK",
     "CODE_REWRITES",
@@ -397,9 +399,11 @@ def report_stale(stale: list[str], command: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: write the edition, or with ``--check`` only verify it."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m jaxcourse.zh_hans",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true",
                         help="exit 1 if a generated file is out of date")
+    add_version(parser)
     args = parser.parse_args(argv)
     if args.check:
         return report_stale(out_of_date(), "python -m jaxcourse.zh_hans")

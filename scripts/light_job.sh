@@ -15,6 +15,10 @@
 #
 # JAX_COURSE_LIGHT_PYTHON picks another version (3.13 works the same way).
 set -euo pipefail
+# A Colab runtime has nothing of the course on its path; the Makefile puts this
+# checkout on PYTHONPATH, where the simulation would find the course before
+# its first cell installs it.
+unset PYTHONPATH
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 version="${JAX_COURSE_LIGHT_PYTHON:-3.12}"

@@ -7,6 +7,16 @@ named in the configuration value ``jaxcourse_redirects`` (old document name to
 new one, without suffix) the HTML build writes a small page at the old
 address that sends the reader on to the new one, and tells search engines
 which address is canonical.
+
+Why not sphinx-reredirects, the maintained extension that writes such pages:
+it is not in the course's pinned environment, and this file is short and does
+two things that extension's pages do not: it carries the old address's
+``#fragment`` on to the new page (a link to a section keeps working), and it
+names the canonical address and keeps the old one out of search engines
+(``rel=canonical``, ``noindex``). Adopting the extension means pinning it in
+requirements.txt and moving ``jaxcourse_redirects`` to its ``redirects``
+setting (with ``.html`` targets); tests/test_book_browser.py follows the
+old addresses in a browser either way.
 """
 
 from __future__ import annotations

@@ -130,7 +130,7 @@ def uses_shard_map(function, grid, mesh) -> dict:
     """
     try:
         found = has_shard_map(jax.make_jaxpr(lambda g: function(g, mesh))(grid).jaxpr)
-    except Exception:  # noqa: BLE001  只能在 jit 之外執行（例如 jax.set_mesh）：不算錯
+    except Exception:  # 只能在 jit 之外執行（例如 jax.set_mesh）：不算錯
         found = True
     return {"shard_map": np.array(int(found), np.int32)}
 

@@ -28,12 +28,11 @@ from jaxcourse import scaling
 from jaxcourse.devices import mesh_devices
 from jaxcourse.exercises import Case, random_calls
 from jaxcourse.numerics import FLOAT32_ROUNDOFF, sum_tolerance
+from solutions.scaling_meshes import MESHES, uses
 from solutions.shard_map_checks import has_shard_map, place, shard_map_used
 
 #: An input builder: ``inputs(rng)`` returns the arguments of one case.
 Inputs = Callable[[np.random.Generator], tuple]
-#: The mesh shapes of 8 devices, ``(data, model)``, in the chapter's order.
-MESHES = ((8, 1), (4, 2), (2, 4), (1, 8))
 #: The remat policies, from the fewest FLOPs (and most memory) to the most.
 REMAT_POLICIES = ("no remat", "checkpoint_dots", "full remat")
 #: What a spec's entry is written as in the checks' output: 0 none, 1 "data", 2 "model".
@@ -231,7 +230,7 @@ def compiled_call(fresh: bool = False) -> Callable[..., Any]:
     def run(function: Callable, *args: Any) -> Any:
         try:
             built = program(function, *args, fresh=fresh)
-        except Exception:  # noqa: BLE001  the plain call raises it, or passes
+        except Exception:  # the plain call raises it, or passes
             return function(*args)
         return built.compiled(*args[:-1])
 
@@ -261,7 +260,7 @@ def program_has_shard_map(function: Callable, *args: Any) -> dict[str, np.ndarra
     """
     try:
         jaxpr = program(function, *args).jaxpr
-    except Exception:  # noqa: BLE001  shard_map_used says what such a function does
+    except Exception:  # shard_map_used says what such a function does
         return shard_map_used(function, *args)
     return {"shard_map": np.array(int(has_shard_map(jaxpr.jaxpr)), np.int32)}
 
@@ -415,7 +414,8 @@ def remat_calls(count: int = 24) -> Inputs:
 
     The cases take turns: a budget near what "no remat", "checkpoint_dots"
     or "full remat" keeps (exactly it, since "at most" includes it, or from
-    0.8 to 1.25 times it), or below all three.
+    0.8 to 1.25 times it), or below all three; every other "no remat" turn
+    is 8.5 bytes per hidden unit, where its 9 (relu's mask too) do not fit.
     """
     def make(rng: np.random.Generator, k: int) -> tuple:
         size = _size(rng, (1, 33), (1, 13))
@@ -424,6 +424,8 @@ def remat_calls(count: int = 24) -> Inputs:
         kept = [rows * (size.width * 4 + size.hidden * extra) for extra in (9, 4, 0)]
         if k % 4 == 3:
             return size, batch, float(int(kept[2] * rng.uniform(0.2, 0.95)))
+        if k % 8 == 4:
+            return size, batch, float(kept[0] - rows * size.hidden // 2)
         target = kept[k % 4]
         if rng.random() < 1 / 3:
             return size, batch, float(target)
@@ -487,9 +489,11 @@ def critical_calls(count: int = 24) -> Inputs:
 
 def layout_bytes_calls(count: int = 24) -> Inputs:
     """Build inputs: random sizes, layouts, meshes of 8, batches and re-gathers."""
-    def make(rng: np.random.Generator, _: int) -> tuple:
+    def make(rng: np.random.Generator, k: int) -> tuple:
         layout = str(rng.choice(scaling.LAYOUTS))
-        meshes = [m for m in MESHES if _uses(layout, *m)]
+        meshes = [m for m in MESHES if uses(layout, *m)]
+        if k % 6 == 0:  # data parallelism or FSDP beside a "model" axis
+            layout, meshes = ("data parallel", "FSDP")[k // 6 % 2], MESHES[1:]
         data, model = meshes[int(rng.integers(len(meshes)))]
         batch = int(rng.integers(1, 33)) * 64
         return (_size(rng, (1, 33), (1, 13)), layout, batch, data, model,
@@ -502,28 +506,23 @@ def layout_bytes_calls(count: int = 24) -> Inputs:
     return random_calls("layout_bytes", make, show, count)
 
 
-def _uses(layout: str, data: int, model: int) -> bool:
-    """Say whether each device of a ``data × model`` mesh does what ``layout`` needs."""
-    uses_model = layout in ("tensor parallel", "FSDP + TP")
-    return uses_model == (model > 1) and not (layout == "FSDP + TP" and data == 1)
-
-
 def best_layout_calls(count: int = 24) -> Inputs:
     """Build inputs: random sizes and batches, budgets near some layout's state.
 
-    The budget is drawn from 0.9 to 1.3 times the state of a random layout on
-    a random mesh, or (one case in eight) below every layout's, where the
-    answer is ``None``.
+    The budget is 0.9 to 1.3 times a random layout's state on a random mesh,
+    below every layout's (one case in eight: ``None``), or exactly the least
+    (one in four: "fits" means at most the budget, and FSDP + TP fits).
     """
-    def make(rng: np.random.Generator, _: int) -> tuple:
+    def make(rng: np.random.Generator, k: int) -> tuple:
         size = _size(rng, (2, 33), (1, 13))
         batch = int(2 ** rng.integers(4, 16))
         layout = str(rng.choice(scaling.LAYOUTS))
-        data, model = MESHES[int(rng.integers(len(MESHES)))]
-        state = scaling.state_bytes(size, layout, data, model)["total"]
-        least = scaling.state_bytes(size, "FSDP + TP", 2, 4)["total"]
+        state = scaling.state_bytes(size, layout, *MESHES[rng.integers(4)])["total"]
+        least = scaling.state_bytes(size, "FSDP + TP", 2, 4)["total"]  # the least
         if rng.random() < 1 / 8:
             return size, batch, float(int(least * rng.uniform(0.3, 0.95)))
+        if k % 4 == 1:
+            return size, batch, float(least)
         return size, batch, float(int(max(state, least) * rng.uniform(0.9, 1.3)))
 
     def show(size, batch, budget) -> str:

@@ -131,7 +131,7 @@ def shard_map_used(function: Callable, *args: Any) -> dict:
     try:
         jaxpr = jax.make_jaxpr(lambda *a: function(*a, mesh))(*arrays).jaxpr
         found = has_shard_map(jaxpr)
-    except Exception:  # noqa: BLE001  runs only outside jit (jax.set_mesh): not wrong
+    except Exception:  # runs only outside jit (jax.set_mesh): not wrong
         found = True
     return {"shard_map": np.array(int(found), np.int32)}
 

@@ -284,10 +284,15 @@ def bubble_calls(count: int = 24) -> Inputs:
 
     In every other case the percentage is exactly the bubble of some number
     of micro-batches (``100 (p - 1) / (m + p - 1)`` whole), where "at most"
-    must include it.
+    must include it. Among the others, one stage (no bubble at all) and a
+    bubble of 100 % take turns: either way one micro-batch is enough.
     """
     def make(rng: np.random.Generator, k: int) -> tuple:
         stages = int(rng.choice((2, 3, 4, 5, 6, 8, 11, 16, 21, 26)))
+        if k % 6 == 1:
+            return 1, int(rng.integers(1, 100))
+        if k % 6 == 3:
+            return stages, 100
         if k % 2 == 0:
             exact = [(100 * (stages - 1)) // (m + stages - 1)
                      for m in range(1, 400)
@@ -379,14 +384,17 @@ def mesh_calls(count: int = 24) -> Inputs:
     The batch per chip is drawn from 1 to 1.3 times the critical batch of a
     random ``tp`` (so that tensor parallelism of that size, or less, makes
     the step compute-bound), or (one case in four) below every mesh's, where
-    the answer is ``None``.
+    the answer is ``None``. Every other cluster has a chip count with a
+    factor of 3 (3, 6 or 12 nodes...): a ``tp`` that divides the chips but
+    not a node's 8 GPUs would straddle nodes.
     """
     from jaxcourse.scaling import HARDWARE
 
     def make(rng: np.random.Generator, k: int) -> tuple:
+        counts = (24, 48, 96, 384) if k // 2 % 2 else (8, 16, 32, 64, 256, 1024)
         while True:
             cfg, hw = random_config(rng), HARDWARE[GPUS[k % 2]]
-            chips = int(rng.choice((8, 16, 32, 64, 256, 1024)))
+            chips = int(rng.choice(counts))
             seq = int(rng.choice((2048, 4096, 8192)))
             finite = {tp: c for tp, c in _critical(cfg, hw, chips, seq).items()
                       if 0 < c < float("inf")}

@@ -169,11 +169,12 @@ GROUP_SECONDS = {
     "book/02_torch_data.ipynb": 105, "tests/test_transformer.py": 200,
     "book/07_transformer.ipynb": 150, "tests/test_exercises_transformer.py": 60,
     "tests/test_data.py": 70,
-    "tests/test_nbgrader.py": 110, "book/09_dp_zh.ipynb": 50,
+    "tests/test_nbgrader.py": 130, "book/09_dp_zh.ipynb": 50,
     "book/09_dp_zh_hans.ipynb": 50, "tests/test_launch.py": 45,
     "tests/test_exercises_notebooks.py": 60, "book/04_sharding.ipynb": 35,
     "solutions/08_multiprocess_exercises.ipynb": 25,
     "tests/test_exercise_time_limits.py": 25, "book/03_bayes.ipynb": 20,
+    "tests/test_under_load.py": 120,
     "tests/test_exercises_multiprocess.py": 20,
 }
 

@@ -116,7 +116,7 @@ class QuietServer(http.server.ThreadingHTTPServer):
 class Quiet(http.server.SimpleHTTPRequestHandler):
     """A static file server that does not log every request to stderr."""
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 
@@ -145,7 +145,7 @@ def _requested_urls(driver: object) -> list[str]:
 
 def _status(url: str) -> int:
     try:
-        with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310
+        with urllib.request.urlopen(url, timeout=10) as response:
             return response.status
     except urllib.error.HTTPError as err:
         return err.code

@@ -15,6 +15,7 @@ processes started for it and in processes prepared ahead of the Check.
 from __future__ import annotations
 
 import importlib.util
+import os
 import signal
 import sys
 import threading
@@ -33,6 +34,7 @@ from jaxcourse.exercises.observe import (
     _TimeUp,
     call_with_time_limit,
 )
+from jaxcourse.load_clock import WALL_CAP, LoadClock
 
 #: Seconds of ordinary work after the endless answers.
 ORDINARY_WORK_S = 5.0
@@ -111,15 +113,17 @@ def _ordinary_work(state: _State) -> None:
 def test_endless_answers_leave_nothing_armed() -> None:
     state = _State()
     for exercise_id, answer, limit, likely in ENDLESS:
-        started = time.monotonic()
+        clock = LoadClock()
         result = check(exercise_id, answer, time_limit=limit)
-        waited = time.monotonic() - started
         first = result.messages[0]
         assert not result.passed, result.report()
         assert f"did not finish within {limit:g} s" in first, first
         assert likely in first, first
         # Cut at the limit: importing TensorFlow (outside it) and judging aside.
-        assert waited < limit + 15, (exercise_id, waited)
+        # Counted as the limit counts (time spent waiting for a core while
+        # other processes hold them does not count), and never past the cap.
+        assert clock.elapsed() < limit + 15, (exercise_id, clock.wall())
+        assert clock.wall() < WALL_CAP * limit + 15, (exercise_id, clock.wall())
         state.assert_unchanged(f"after checking {exercise_id}")
     _ordinary_work(state)
 
@@ -162,9 +166,12 @@ def test_a_launched_endless_answer_leaves_nothing_behind(
     state = _State()
     # The Check's own limit bounds the launch, which ends its processes and
     # says what each one did.
-    started = time.monotonic()
+    # Counted as the limit counts: the launched processes' waits for a core
+    # (on a busy machine) do not count, and never past the cap.
+    clock = LoadClock()
     result = check("multiprocess.run_epoch", _endless_when_launched, time_limit=8.0)
-    assert time.monotonic() - started < 8.0 + 10, result.report()
+    assert clock.elapsed() < 8.0 + 10, (clock.wall(), result.report())
+    assert clock.wall() < WALL_CAP * 8.0, result.report()
     launched = result.messages[-1]
     assert "hung and were ended after" in launched, launched
     assert "was still waiting" in launched, launched
@@ -192,3 +199,38 @@ def test_a_launched_endless_answer_leaves_nothing_behind(
     assert_no_children_left("a launch interrupted by the time limit left processes")
     state.assert_unchanged("after a launch interrupted by the time limit")
     _ordinary_work(state)
+
+
+def test_the_load_clock_counts_sleeps_and_leaves_out_compiling() -> None:
+    # A sleep waits for nothing but time: it counts in full, loaded or not.
+    clock = LoadClock()
+    time.sleep(0.3)
+    assert 0.25 <= clock.elapsed() <= clock.wall()
+    # A first compile is left out (up to what the caller allows), never more
+    # than the wall time it took. (A constant of its own: no cache holds it.)
+    clock = LoadClock()
+    compiled = jax.jit(lambda x: jnp.sin(x) @ x.T + clock.wall())(jnp.ones((7, 3)))
+    compiled.block_until_ready()
+    work, compiling = clock.reading()
+    assert 0 < compiling <= work <= clock.wall()
+    assert clock.elapsed(compiling=0.0) >= clock.elapsed()
+
+
+def test_a_watched_process_counts_until_it_is_no_longer_watched() -> None:
+    from jaxcourse import load_clock
+
+    asked: list[int] = []
+
+    def pids() -> list[int]:
+        asked.append(1)
+        return [os.getppid()]
+
+    stop = load_clock.watch(pids)
+    try:
+        LoadClock().elapsed()
+        assert asked
+    finally:
+        stop()
+    asked.clear()
+    LoadClock().elapsed()
+    assert not asked

@@ -13,6 +13,7 @@ found as JSON (the ``eight`` fixture).
 
 from __future__ import annotations
 
+import html
 import os
 import re
 from collections import Counter
@@ -76,7 +77,8 @@ def test_panel_and_feedback_are_chinese() -> None:
     assert "提示 1／3" in panel.hints.value
     panel.solution_button.click()
     assert panel.solution_button.description == "隱藏解答"
-    assert "def split_for_devices(array, num_devices):" in panel.solution.value
+    assert "def split_for_devices(array, num_devices):" in html.unescape(
+        re.sub(r"<[^>]+>", "", panel.solution.value))
     wrong = check("dp_zh.split_for_devices", split_swapped)
     assert wrong.summary() == "dp_zh.split_for_devices：2/5 項測試通過"
     assert "形狀錯誤：預期 (8, 32, 784)，得到 (32, 8, 784)" in wrong.messages[0]

@@ -6,6 +6,7 @@ notebook is generated, stripped and runnable is in tests/test_exercise_contract.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -14,6 +15,8 @@ import nbformat
 import pytest
 
 from jaxcourse.exercises import authoring, grading
+from jaxcourse.exercises.authoring_nbgrader import KERNEL_NAME
+from jaxcourse.exercises.release_stubs import release_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDENT = ROOT / "exercises" / "01_mlp_exercises.ipynb"
@@ -178,11 +181,14 @@ def test_nbgrader_course_folder(tmp_path: Path, capsys, monkeypatch) -> None:
                            as_version=4)
     master = nbformat.read(MASTER_3, as_version=4)
     # The same cells, but titled as the exercises nbgrader releases to learners,
-    # and without the hidden tests: nbgrader scores with the course's grader.
+    # without the hidden tests (nbgrader scores with the course's grader), and
+    # as the class release hands them out (no install of the public course).
     assert master.cells[0].source.startswith("# Solutions 3: ")
     master.cells[0].source = authoring.student_title(master.cells[0].source)
     for cell in master.cells:
         cell.source = authoring.strip_hidden_tests(cell.source)
+    release_cells(master)
+    assert "git+" not in "".join(c.source for c in source.cells)
     assert source.cells[0].source.startswith("# Chapter 3 exercises: ")
     assert [(c.cell_type, c.source, c.metadata["nbgrader"]) for c in source.cells] \
         == [(c.cell_type, c.source, c.metadata["nbgrader"]) for c in master.cells]
@@ -200,9 +206,19 @@ def test_nbgrader_course_folder(tmp_path: Path, capsys, monkeypatch) -> None:
         "python": "# YOUR CODE HERE\nraise NotImplementedError()"}
     assert config.ClearSolutions.text_stub == "YOUR ANSWER HERE"
     assert config.Execute.timeout == 300
-    spec = json.loads((course / "jupyter" / "kernels" / "python3" / "kernel.json")
-                      .read_text())
-    assert spec["argv"][:3] == [sys.executable, "-m", "ipykernel_launcher"]
+    # The kernel behind the grader's wall, reached over Unix sockets.
+    assert config.KernelManager.transport == "ipc"
+    assert Path(config.KernelManager.connection_file).parent.is_dir()
+    # Every notebook runs in the walled kernel, which only the folder's
+    # jupyter/ has: without JUPYTER_PATH nbgrader runs nothing.
+    assert config.Execute.kernel_name == KERNEL_NAME == "jaxcourse-walled"
+    spec = json.loads((course / "jupyter" / "kernels" / "jaxcourse-walled" /
+                       "kernel.json").read_text())
+    assert spec["argv"] == [sys.executable, "-m", "jaxcourse.exercises.nbgrader_kernel",
+                            "--course", str(course.resolve()), "-f",
+                            "{connection_file}"]
+    assert spec["interrupt_mode"] == "message"
+    assert spec["env"]["PYTHONPATH"].split(os.pathsep)[0] == str(ROOT)
 
     # A cell tagged solution-only is not for nbgrader, which does not know the tag.
     tiny = tmp_path / "solutions"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import html
+import re
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -98,7 +101,10 @@ def test_solution_button_toggles_the_reference_source() -> None:
     panel = check_panel("mlp.one_hot", run=False)
     panel.solution_button.click()
     assert panel.solution_visible
-    assert "def one_hot(x, k, dtype=jnp.float32):" in panel.solution.value
+    # Highlighted: the code reads as written once the markup is taken away.
+    shown = html.unescape(re.sub(r"<[^>]+>", "", panel.solution.value))
+    assert "def one_hot(x, k, dtype=jnp.float32):" in shown
+    assert "<span style=" in panel.solution.value
     assert panel.solution_button.description == "Hide solution"
     panel.solution_button.click()
     assert panel.solution.value == ""

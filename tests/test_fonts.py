@@ -42,7 +42,7 @@ class Registry(http.server.ThreadingHTTPServer):
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (the http.server API)
+    def do_GET(self) -> None:  # the http.server API's name
         self.server.requests += 1
         body = self.server.body
         self.send_response(200)
@@ -50,7 +50,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
 

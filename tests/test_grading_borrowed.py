@@ -77,6 +77,12 @@ def batched_log_joint(beta, all_x, y):
     one = lambda b: log_joint(b, all_x, y)
     return jax.vmap(one)(beta)
 """,
+    """\
+def batched_log_joint(beta, all_x, y):
+    total = jnp.zeros(beta.shape[0])
+    total = total + jsp.stats.norm.logpdf(beta).sum(-1)
+    return total + jax.nn.log_sigmoid((2 * y - 1) * (beta @ all_x.T)).sum(-1)
+""",
 ]
 HONEST_VMAPPED = [
     """\
@@ -102,6 +108,18 @@ def vmapped_log_joint(betas, all_x, y, prior_scale=1.0):
 def vmapped_log_joint(betas, all_x, y, prior_scale=1.0):
     many = jax.vmap(log_joint, in_axes=(0, None, None, None), out_axes=0)
     return many(betas, all_x, y, prior_scale)
+""",
+    """\
+def vmapped_log_joint(betas, all_x, y, prior_scale=1.0):
+    axes = (0,) + (None,) * 3
+    return jax.vmap(log_joint, in_axes=axes)(betas, all_x, y, prior_scale)
+""",
+    """\
+def vmapped_log_joint(betas, all_x, y, prior_scale=1.0):
+    import functools
+    per_beta = functools.partial(log_joint, all_x=all_x, y=y,
+                                 prior_scale=prior_scale)
+    return jax.vmap(per_beta)(betas)
 """,
 ]
 # The twins: one answer, written twice (names, comments and layout differ).
@@ -148,7 +166,44 @@ BORROWED = {
         "with open(solutions.bayes.__file__) as file:\n"
         "    exec(file.read(), namespace)\n"
         "vmapped_log_joint = namespace['vmapped_log_joint']\n")),
+    # What the in-process tripwire does not see: the course copy a
+    # submission runs against holds no answer, so each computes nothing.
+    # The reference called by one of the course's own helpers (a frame
+    # inside jaxcourse/ calls it, as the checks' machinery would).
+    "k_course_helper": (BATCHED, "calls", (
+        "import functools\n"
+        "from jaxcourse.exercises.time_limit import call_with_time_limit\n"
+        "import solutions.bayes\n\n"
+        "def batched_log_joint(beta, all_x, y):\n"
+        "    answer = functools.partial(solutions.bayes.batched_log_joint,\n"
+        "                               beta, all_x, y)\n"
+        "    return call_with_time_limit(answer, None)\n")),
+    # The detector switched off from a cell, then the reference imported.
+    "l_detector_off": (VMAPPED, "calls", (
+        "import contextlib\n"
+        "import types\n"
+        "import jaxcourse.exercises.borrowing as borrowing\n"
+        "borrowing.Watch.borrowed = lambda self, function: None\n"
+        "borrowing.Watch.find_copies = lambda self, sources: None\n"
+        "borrowing.Watch.watching = lambda self: contextlib.nullcontext(\n"
+        "    types.SimpleNamespace(ran=None))\n"
+        "from solutions.bayes import vmapped_log_joint as _answer\n\n"
+        "def vmapped_log_joint(betas, all_x, y, prior_scale=1.0):\n"
+        "    return _answer(betas, all_x, y, prior_scale)\n")),
+    # The source taken with inspect.getsource, changed (so that no compiled
+    # copy compares equal), and exec'd with the module's globals.
+    "m_exec_changed": (BATCHED, "calls", (
+        "import inspect\nimport solutions.bayes\n"
+        "source = inspect.getsource(solutions.bayes.batched_log_joint)\n"
+        "source = source.replace('):', '):\\n    _mine = 1', 1)\n"
+        "namespace = dict(vars(solutions.bayes))\n"
+        "exec(source, namespace)\n"
+        "batched_log_joint = namespace['batched_log_joint']\n")),
 }
+
+
+# Lists the folder above its run folder: the grader's, with a random name.
+SNOOP = "import os\nfound = os.listdir(os.path.dirname(os.path.dirname(os.getcwd())))\n"
 
 
 def _pasted() -> str:
@@ -180,6 +235,13 @@ def _class(folder: Path, names: list[str] | None = None) -> None:
     for name, cells in notebooks.items():
         if names is None or name in names:
             nbformat.write(_notebook(*cells), folder / f"{name}.ipynb")
+    if names is None or "o_snoops" in names:
+        # Right answers, and a look at the grading folder around its own,
+        # whose name is random: the row must not carry it.
+        # (In the cell that defines a function: a later cell that binds only
+        # what no function reads is not run.)
+        nb = _notebook(HONEST_BATCHED[0] + SNOOP, HONEST_VMAPPED[0])
+        nbformat.write(nb, folder / "o_snoops.ipynb")
 
 
 def _course(base: Path) -> list[Path]:
@@ -273,11 +335,24 @@ def test_the_class_report_flags_pasted_and_shared_answers(graded) -> None:
 
 # ---- on Slurm: the status comes back through the tasks' rows -----------------------
 
-ON_SLURM = ["a_honest", "e_wrapper", "f_exec_source", "h_pasted"]
+ON_SLURM = ["a_honest", "e_wrapper", "f_exec_source", "h_pasted", "k_course_helper",
+            "l_detector_off", "m_exec_changed", "o_snoops"]
+# What differs between two runs of the same submission: how long it took.
+TIMES = {"seconds", "timings"}
 
 
-def _same(row: SubmissionResult) -> tuple:
-    return row.submission, row.status, row.scores, row.reason, row.feedback, row.answers
+def _same(row: SubmissionResult) -> dict:
+    """Every field of a row but its times (and the JSON row is all of them)."""
+    found = {k: v for k, v in row.to_dict().items() if k not in TIMES}
+    assert set(found) | TIMES == set(row.to_dict())
+    return found
+
+
+def test_a_look_around_scores_zero_and_names_no_random_folder(graded) -> None:
+    row = graded["rows"]["o_snoops"]
+    assert row.status == "tampered" and set(row.scores.values()) == {0.0}, row
+    assert "(the grading folder)" in row.reason, row.reason
+    assert "jaxcourse-grade-" not in row.reason, row.reason
 
 
 @pytest.mark.slow

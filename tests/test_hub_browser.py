@@ -239,7 +239,8 @@ def test_a_student_submits_and_the_teacher_grades(hub) -> None:
                    "the teacher's notebook did not open", OPEN_S)
         _run_all(driver)
         last = _code_cell(driver, "rows = hub.grade")
-        text = wait_until(lambda: "student1 " in last.text and last.text,
+        # A row of the table, not the grader's progress line ("grading 1/1: ...").
+        text = wait_until(lambda: "\nstudent1 " in last.text and last.text,
                           "", GRADE_S, fail=False)
         collected = _code_cell(driver, "from jaxcourse import hub").text
         driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", last)

@@ -314,3 +314,72 @@ def test_run_notebook_stores_each_figures_svg_for_the_editions(tmp_path: Path) -
     (output,) = nbformat.read(path, as_version=4).cells[1].outputs
     assert "image/png" in output.data and len(output.data) == 2  # the PNG, text/plain
     assert i18n._figure_texts(output) == ["SGD step"]
+
+
+def test_an_untitled_note_box_gets_a_chinese_title() -> None:
+    from jaxcourse.i18n import editions
+
+    text = ("前言\n\n:::{note}\n一段说明。\n:::\n\n```{note}\n另一段。\n```\n\n"
+            ":::{note} 已有标题\nx\n:::")
+    titled = editions.title_notes(text, "zh-Hant")
+    assert titled.count("{admonition} 注意\n:class: note") == 2
+    assert ":::{note} 已有标题" in titled and "{note}\n" not in titled
+    # In the editions themselves: no note box is headed "Note".
+    for master in (m for f in i18n.families() for m in f.masters):
+        for language in i18n.EDITIONS:
+            path = ROOT / i18n.edition_path(master, language)
+            for cell in nbformat.read(path, as_version=4).cells:
+                assert not re.search(r"^[:`]{3,}\{note\}\s*$", cell.source, re.M), path
+
+
+def test_the_sidebar_titles_of_the_editions_have_no_code_marks() -> None:
+    toc = (ROOT / "_toc.yml").read_text(encoding="utf-8")
+    block = toc.split("# >>> the Chinese editions")[1]
+    assert "`" not in block
+    assert 'title: "5. 用 shard_map 手動平行"' in block
+
+
+def test_the_first_cell_says_what_each_jupyterlab_language_pack_covers() -> None:
+    # The packs the course installs, counted: zh-TW translates about a quarter
+    # of what zh-CN does, and the editions' first cell says so.
+    import importlib.util
+    import json
+
+    from jaxcourse.i18n.editions import EDITION_NOTE
+
+    counts = {}
+    for locale in ("zh_CN", "zh_TW"):
+        spec = importlib.util.find_spec(f"jupyterlab_language_pack_{locale}")
+        if spec is None:
+            pytest.skip("the JupyterLab language packs are not installed")
+        catalog = Path(spec.origin).parent / "locale" / locale / "LC_MESSAGES"
+        strings = json.loads((catalog / "jupyterlab.json").read_text(encoding="utf-8"))
+        counts[locale] = sum(1 for k, v in strings.items()
+                             if k and (any(v) if isinstance(v, list) else v))
+    for language, note in EDITION_NOTE.items():
+        assert f"約 {round(counts['zh_CN'], -2):,} 條" in note or \
+            f"约 {round(counts['zh_CN'], -2):,} 条" in note, (language, counts)
+        assert "程式碼註解" in note or "代码注释" in note
+    assert f"約 {round(counts['zh_TW'], -2):,} 條" in EDITION_NOTE["zh-Hant"], counts
+
+
+@pytest.mark.parametrize("language", ["zh-Hant", "zh-Hans"])
+def test_an_editions_stored_panels_and_explorers_speak_its_language(
+        language: str) -> None:
+    # The book draws them from the stored widget state: the master's English,
+    # translated where the edition is written (the static note, the buttons,
+    # the exercises' titles, the scores).
+    import json
+
+    from jaxcourse.messages import MESSAGES
+
+    master = "solutions/08_multiprocess_exercises.ipynb"
+    nb = nbformat.read(ROOT / i18n.edition_path(master, language), as_version=4)
+    state = json.dumps(nb.metadata["widgets"], ensure_ascii=False)
+    english = nbformat.read(ROOT / master, as_version=4).metadata["widgets"]
+    assert MESSAGES["en"]["explorer_static"] in json.dumps(english, ensure_ascii=False)
+    assert MESSAGES["en"]["explorer_static"] not in state
+    assert MESSAGES[language]["explorer_static"] in state
+    assert '"description": "Check"' not in state
+    assert f'"description": "{MESSAGES[language]["check"]}"' in state
+    assert "tests passed" not in state

@@ -19,12 +19,12 @@ pytest.importorskip("opencc", reason="the editions' generator needs OpenCC")
 pytest.importorskip("polib", reason="the editions' generator needs polib")
 pytest.importorskip("jieba", reason="the zh-Hant editions need jieba")
 
-import polib  # noqa: E402  (after the skips)
-from course_copy import copy_family  # noqa: E402
+import polib  # after the skips
+from course_copy import copy_family
 
-from jaxcourse import i18n  # noqa: E402
-from jaxcourse.i18n import overrides, usage, words  # noqa: E402
-from jaxcourse.i18n.catalogs import _read  # noqa: E402
+from jaxcourse import i18n
+from jaxcourse.i18n import overrides, usage, words
+from jaxcourse.i18n.catalogs import _read
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,6 +73,96 @@ def test_the_editions_use_their_own_regions_words() -> None:
     found = usage.usage_findings()
     assert found["zh-Hant"] == [], "\n".join(found["zh-Hant"][:20])
     assert found["zh-Hans"] == [], "\n".join(found["zh-Hans"][:20])
+
+
+def test_the_editions_rows_and_columns_agree_with_the_english() -> None:
+    found = usage.axis_findings()
+    assert found["zh-Hant"] == [], "\n".join(found["zh-Hant"][:20])
+    assert found["zh-Hans"] == [], "\n".join(found["zh-Hans"][:20])
+
+
+def test_the_lint_reads_every_string_a_learner_sees() -> None:
+    texts = usage.edition_texts()
+    for language, folder in (("zh-Hant", "zh_hant"), ("zh-Hans", "zh_hans")):
+        wheres = [where for where, _ in texts[language]]
+        for kind in (f"book/{folder}/0", f"solutions/{folder}/", f"exercises/{folder}/",
+                     f"_{folder}_texts.json", f"book/{folder}/index.md:",
+                     f"jaxcourse/messages/{folder}.py: explorer_static",
+                     f"jaxcourse/messages/{folder}.py: EXCEPTIONS["):
+            assert any(kind in where for where in wheres), (language, kind)
+        # Code comments and the figures' labels are read too.
+        prose = dict(texts[language])
+        assert any(text.lstrip().startswith("#") for text in prose.values())
+    figures = [t for where, t in texts["zh-Hant"] if "01_mlp.ipynb" in where]
+    assert any("準確率" in t or "損失" in t for t in figures)
+
+
+#: One planted example of each kind the lint knows, with what it must say.
+PLANTED_HANT = [
+    ("請等到超時為止", "超時"), ("行程掛起了", "掛起"), ("蒙特卡羅估計", "蒙特卡羅"),
+    ("編譯出的集體通訊", "集體通訊"), ("重算策略", "重算"), ("移動滑塊", "滑塊"),
+    ("先克隆倉庫", "克隆倉庫"), ("新的會話", "會話"), ("當前的版本", "當前"),
+    ("它呼叫的集合操作", "集合操作"), ("在 8 塊 H100 上", "塊 H100"),
+    ("每塊晶片的記憶體", "塊晶片"), ("四塊 GPU", "塊 GPU"), ("請參考官方教程", "教程"),
+]
+PLANTED_HANS = [
+    ("移动滑杆即重新训练", "滑杆"), ("控制项不会带动计算", "控制项"),
+    ("每次量测读取", "量测"), ("把程式码载入记忆体", "程式码"),
+]
+
+
+@pytest.mark.parametrize(("text", "word"), PLANTED_HANT)
+def test_the_usage_lint_fails_on_a_planted_taiwan_mistake(text: str, word: str) -> None:
+    assert word in [found for found, _ in usage.scan_text(text, "zh-Hant")]
+
+
+@pytest.mark.parametrize(("text", "word"), PLANTED_HANS)
+def test_the_usage_lint_fails_on_a_planted_mainland_mistake(text: str,
+                                                            word: str) -> None:
+    assert word in [found for found, _ in usage.scan_text(text, "zh-Hans")]
+
+
+def test_the_usage_lint_passes_the_right_words() -> None:
+    for text in ("請等到逾時為止", "在 8 張 H100 上", "每顆晶片", "集體運算",
+                 "重計算策略", "移動滑桿", "一塊記憶體", "分成了幾塊？"):
+        assert usage.scan_text(text, "zh-Hant") == [], text
+    for text in ("移动滑块即重新训练", "每次测量读取", "8 块 H100"):
+        assert usage.scan_text(text, "zh-Hans") == [], text
+
+
+@pytest.mark.parametrize(("english", "text", "language", "wrong"), [
+    # zh-Hant: 列 is a row, 欄 (or 行) a column.
+    ("the last column holds a surprise", "最後一列藏著一個意外", "zh-Hant", True),
+    ("the last column holds a surprise", "最後一欄藏著一個意外", "zh-Hant", False),
+    ("the rows this process holds", "本行程持有的那些行", "zh-Hant", True),
+    ("the rows this process holds", "本行程持有的那些列", "zh-Hant", False),
+    # zh-Hans: 行 is a row, 列 a column.
+    ("a mistake in each row", "每一列各自归一化", "zh-Hans", True),
+    ("a mistake in each row", "每一行各自归一化", "zh-Hans", False),
+    ("split by columns", "按行切分", "zh-Hans", True),
+    ("split by columns", "按列切分", "zh-Hans", False),
+    # Words that name no axis: an array, a process, to run; both axes named.
+    ("the rows of an array", "陣列的列", "zh-Hant", False),
+    ("rows and columns", "列和欄", "zh-Hant", False),
+    ("one column per process", "每個行程執行一次", "zh-Hant", False),
+])
+def test_the_axis_lint_knows_rows_and_columns(english: str, text: str, language: str,
+                                              wrong: bool) -> None:
+    assert (usage.axis_problem(english, text, language) is not None) == wrong
+
+
+def test_the_lint_finds_a_planted_mistake_in_the_home_page_and_the_messages(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from jaxcourse import messages
+
+    page = tmp_path / "book" / "zh_hant" / "index.md"
+    page.parent.mkdir(parents=True)
+    page.write_text("# 首頁\n\n先克隆倉庫。\n", encoding="utf-8")
+    planted = dict(messages.MESSAGES["zh-Hant"], explorer_static="超時了")
+    monkeypatch.setitem(messages.MESSAGES, "zh-Hant", planted)
+    found = usage.usage_findings(tmp_path)["zh-Hant"]
+    assert any("index.md" in line and "克隆" in line for line in found), found
+    assert any("explorer_static" in line and "超時" in line for line in found), found
 
 
 def test_the_simplified_edition_follows_its_style_sheet() -> None:

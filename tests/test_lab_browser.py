@@ -180,7 +180,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 def _answers(url: str, data: bytes | None = None) -> bool:
     try:
-        with urllib.request.urlopen(url, data=data, timeout=5) as response:  # noqa: S310
+        with urllib.request.urlopen(url, data=data, timeout=5) as response:
             return response.status == 200
     except OSError:
         return False
@@ -331,12 +331,12 @@ def _browser(lab: Lab, shot: Path) -> Iterator[object]:
 def _stop_kernels(lab: Lab) -> None:
     """Shut down every kernel, so the next notebook has the CPU to itself."""
     with urllib.request.urlopen(f"{lab.url}/api/kernels?token={lab.token}",
-                                timeout=10) as response:  # noqa: S310
+                                timeout=10) as response:
         kernels = json.load(response)
     for kernel in kernels:
         request = urllib.request.Request(
             f"{lab.url}/api/kernels/{kernel['id']}?token={lab.token}", method="DELETE")
-        urllib.request.urlopen(request, timeout=30).close()  # noqa: S310
+        urllib.request.urlopen(request, timeout=30).close()
 
 
 def _work_through(driver: object, lab: Lab, learner: Learner, shot: Path) -> None:

@@ -2,22 +2,31 @@
 
 The slow tests run nbgrader 0.9.6 from its own environment (made by `make
 setup`, JAX_COURSE_NBGRADER_VENV moves it) on a course folder written by
-``authoring --nbgrader``: the released notebook must equal exercises/'s, and
-autograding, with the course's Python as the kernel, must give the master full
-marks, the untouched student notebook zero, and a half-done one its partial
-credit, all scored automatically (nothing left for manual grading), with no
-warning that a cell changed. A notebook that replaces, in nbgrader's kernel,
-what the test cells call, or rewrites the test cells before they run, still
-scores zero: the scores come from the course's grader in a fresh process.
+``authoring --nbgrader``: the released notebook must equal the class
+release's (``make release``: no install of the public course, Show solution
+said to be off), and autograding submissions made from it, with the course's
+Python as the kernel, must give the master full marks, the untouched student
+notebook zero, and a half-done one its partial credit, all scored
+automatically (nothing left for manual grading), with no warning that a cell
+changed. A notebook that replaces, in nbgrader's kernel, what the test cells
+call, or rewrites the test cells before they run, still scores zero: the
+scores come from the course's grader in a fresh process. And nbgrader's
+kernel runs behind the grader's wall: a hostile notebook writes nothing into
+the environment or ~/.jax-course, reads no other submission, reaches no
+socket on 127.0.0.1, and leaves no process behind.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
+import secrets
 import shutil
+import socket
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import nbformat
@@ -27,6 +36,7 @@ from jaxcourse.exercises import authoring, check, get
 from jaxcourse.exercises.nbgrader import autograde
 from jaxcourse.exercises.nbgrader_preprocessor import CourseChangedError, CourseScores
 from jaxcourse.exercises.nbgrader_scores import graded_checks
+from jaxcourse.exercises.release_stubs import release_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = "03_bayes"
@@ -88,6 +98,29 @@ def test_autograde_defers_to_the_classroom_grader(monkeypatch) -> None:
     graded = autograde("bayes.batched_log_joint", get("bayes.batched_log_joint")
                        .reference)
     assert graded.panel.result is None and repr(graded) == "0.0"
+
+
+# ---- what a class gets: the release's cells, nbgrader's too -----------------------
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "exercises").rglob("*.ipynb")),
+                         ids=lambda p: str(p.relative_to(ROOT / "exercises")))
+def test_release_cells_install_nothing_and_say_show_solution_is_off(
+        path: Path) -> None:
+    from jaxcourse.messages import LANGUAGES, message
+
+    nb = nbformat.read(path, as_version=4)
+    release_cells(nb)
+    text = "".join(c.source for c in nb.cells)
+    assert "git+" not in text and "subprocess.run" not in text
+    notes = [lang for lang in LANGUAGES
+             if message("release_solution_note", lang) in text]
+    assert len(notes) == 1, notes
+    # The note is in the language of the button's name the notebook uses.
+    assert message("show_solution", notes[0]) in text
+    again = copy.deepcopy(nb)
+    release_cells(again)
+    assert [c.source for c in again.cells] == [c.source for c in nb.cells]
 
 
 # ---- CourseScores: nbgrader's scores from the course's grader ----------------------
@@ -167,6 +200,27 @@ def test_course_scores_refuse_a_course_changed_since_nbgrader_started(
         cell.execution_count = None
     with pytest.raises(RuntimeError, match="after Execute"):
         scores(nb, {})
+
+
+def test_course_scores_refuse_an_environment_changed_since_nbgrader_started(
+        tmp_path: Path) -> None:
+    site = tmp_path / "site-packages"
+    (site / "pkg").mkdir(parents=True)
+    (site / "pkg" / "__init__.py").write_text("")
+    CourseScores.watch([], environment=[site])
+    try:
+        scores = CourseScores(python="/nonexistent/python")
+        nb = _tiny("def relu(x):\n    return x", ONE_HOT_STUB)
+        # Python's own bytecode is not a change ...
+        (site / "pkg" / "__pycache__").mkdir()
+        (site / "pkg" / "__pycache__" / "__init__.cpython-311.pyc").write_bytes(b"")
+        # ... a .pth, which every later process runs, is.
+        (site / "zz_planted.pth").write_text("import os\n")
+        with pytest.raises(CourseChangedError,
+                           match=r"Python environment changed.*zz_planted\.pth"):
+            scores(nb, {})
+    finally:
+        CourseScores.watch([])
 
 
 @pytest.mark.slow  # the course's grader runs the notebook in a process
@@ -254,6 +308,59 @@ PATCHES = (
 REWRITE = '\nget_ipython().input_transformers_post.append(lambda lines: ["1.0\\n"])\n'
 
 
+# What a hostile notebook tries in nbgrader's kernel, each attempt's outcome
+# printed as JSON: a .pth into the course's environment (every later process
+# would run it), a file into ~/.jax-course, another student's notebook, a
+# socket on 127.0.0.1, and five children that ignore SIGTERM, clear their
+# environment, call setsid and fork twice.
+HOSTILE = """
+import json, os, socket, subprocess, sys
+tried = {{}}
+try:
+    open({pth!r}, "w").write("import os\\n")
+    tried["pth"] = "written"
+except OSError:
+    tried["pth"] = "OSError"
+try:
+    open({planted!r}, "w").write("planted")
+    tried["planted"] = "ok (a decoy)"
+except OSError as err:
+    tried["planted"] = type(err).__name__
+try:
+    open({other!r}).read()
+    tried["other"] = "read"
+except OSError as err:
+    tried["other"] = type(err).__name__
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=5).close()
+    tried["network"] = "connected"
+except OSError:
+    tried["network"] = "OSError"
+escape = (
+    "import os, signal, sys\\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\\n"
+    "if os.fork() == 0:\\n"
+    "    os.setsid()\\n"
+    "    if os.fork() == 0:\\n"
+    "        os.execve(sys.executable, [sys.executable, '-c', 'import signal, time; "
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(3600)', "
+    "{mark!r}], {{}})\\n"
+    "    os._exit(0)\\n")
+tried["children"] = sum(
+    subprocess.run([sys.executable, "-c", escape], env={{}}).returncode == 0
+    for _ in range(5))
+print(json.dumps(tried))
+"""
+
+
+def _living(mark: str) -> list[int]:
+    import psutil
+
+    return [p.pid for p in psutil.process_iter(["cmdline", "status"])
+            if p.info["status"] != psutil.STATUS_ZOMBIE
+            and mark in (p.info["cmdline"] or [])]
+
+
 @pytest.mark.slow
 def test_nbgrader_releases_and_autogrades_chapter_3(
     tmp_path: Path, nbgrader_bin: Path
@@ -262,14 +369,22 @@ def test_nbgrader_releases_and_autogrades_chapter_3(
     authoring.export_nbgrader(course, chapters=[CHAPTER])
     _nbgrader(nbgrader_bin, course, "generate_assignment", CHAPTER, timeout=120)
     released = course / "release" / CHAPTER / NAME
-    assert _cells(released) == _cells(ROOT / "exercises" / NAME)
+    # What a class gets from `make release`: the same cells as nbgrader's,
+    # with no install of the public course (its answers) and Show solution
+    # said to be off.
+    handed_out = nbformat.read(ROOT / "exercises" / NAME, as_version=4)
+    release_cells(handed_out)
+    assert _cells(released) == [(c.cell_type, c.source) for c in handed_out.cells]
+    text = released.read_text(encoding="utf-8")
+    assert "git+" not in text and "subprocess.run" not in text
+    assert "stays off until your teacher publishes" in text
 
-    # Every submission is the release with some cells answered, as a
-    # learner's is: its read-only cells are nbgrader's own.
+    # Every submission is the class release's notebook with some cells
+    # answered, as a learner's is: its read-only cells are nbgrader's own.
     master = nbformat.read(ROOT / "solutions" / NAME, as_version=4)
-    untouched = nbformat.read(ROOT / "exercises" / NAME, as_version=4)
-    partial = nbformat.read(ROOT / "exercises" / NAME, as_version=4)
-    solver = nbformat.read(ROOT / "exercises" / NAME, as_version=4)
+    untouched = copy.deepcopy(handed_out)
+    partial = copy.deepcopy(handed_out)
+    solver = copy.deepcopy(handed_out)
     solved = {c.source.split("(", 1)[0]: c.source for c in master.cells
               if c.source.startswith("def ")}
     for cell in solver.cells:
@@ -279,9 +394,19 @@ def test_nbgrader_releases_and_autogrades_chapter_3(
             cell.source = cell.source.replace(STUB, NO_AXIS)
         elif cell.source.startswith("def vmapped_log_joint("):
             cell.source = solved["def vmapped_log_joint"]
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    mark = f"jaxcourse-escapee-{secrets.token_hex(4)}"
+    pth = Path(sysconfig.get_paths()["purelib"]) / f"zz_{mark}.pth"
+    planted = Path.home() / ".jax-course" / f"{mark}.txt"
+    other = course / "submitted" / "solver" / CHAPTER / NAME
+    hostile = HOSTILE.format(pth=str(pth), planted=str(planted), mark=mark,
+                             other=str(other), port=listener.getsockname()[1])
     cheats = {}
-    for student, lines in [("patcher", PATCHES), ("rewriter", REWRITE)]:
-        cheats[student] = nbformat.read(ROOT / "exercises" / NAME, as_version=4)
+    for student, lines in [("patcher", PATCHES), ("rewriter", REWRITE),
+                           ("hostile", hostile)]:
+        cheats[student] = copy.deepcopy(handed_out)
         first = next(c for c in cheats[student].cells
                      if c.source.startswith("def batched_log_joint("))
         first.source += lines
@@ -290,7 +415,30 @@ def test_nbgrader_releases_and_autogrades_chapter_3(
     _submit(course, "partial", partial)
     for student, nb in cheats.items():
         _submit(course, student, nb)
-    log = _nbgrader(nbgrader_bin, course, "autograde", CHAPTER, timeout=900)
+    try:
+        log = _nbgrader(nbgrader_bin, course, "autograde", CHAPTER, timeout=1500)
+        # Behind the wall: nothing written into the environment or the
+        # course's folder, nothing running, no connection made.
+        assert not pth.exists(), "a notebook wrote a .pth into the environment"
+        assert not planted.exists(), "a notebook wrote into ~/.jax-course"
+        assert not _living(mark), "a process a notebook started outlived it"
+        listener.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    finally:
+        listener.close()
+        pth.unlink(missing_ok=True)
+        planted.unlink(missing_ok=True)
+        for pid in _living(mark):
+            os.kill(pid, 9)
+    autograded = nbformat.read(course / "autograded" / "hostile" / CHAPTER / NAME,
+                               as_version=4)
+    [attempts] = [json.loads(o.text) for c in autograded.cells
+                  if c.cell_type == "code" for o in c.outputs
+                  if o.get("name") == "stdout" and o.text.startswith("{")]
+    assert attempts == {"pth": "OSError", "planted": "ok (a decoy)",
+                        "other": "FileNotFoundError", "network": "OSError",
+                        "children": 5}, attempts
 
     students = ["solver", "untouched", "partial", *cheats]
     proc = subprocess.run(
@@ -314,6 +462,7 @@ def test_nbgrader_releases_and_autogrades_chapter_3(
                               fraction, "vmapped_log_joint": 1.0}},
         "patcher": nothing,
         "rewriter": nothing,
+        "hostile": nothing,
     }
     # nbgrader warns when a read-only cell differs from its release; none does
     # here (a test cell's hidden region used to make each one differ, even in

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import ast
 import datetime as dt
+import html
 import json
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -35,7 +37,7 @@ import pytest
 
 from jaxcourse import course
 from jaxcourse.exercises import class_release, exercise_ids, get
-from jaxcourse.exercises.registry import _REGISTRY
+from jaxcourse.exercises.answerless import answer_functions
 from jaxcourse.exercises.release import (
     ReleaseError,
     chapter_of,
@@ -219,7 +221,8 @@ def test_show_solution_opens_on_its_date_once_published(in_a_release) -> None:
     panel = CheckPanel("mlp.one_hot", run=False)
     assert not panel.solution_button.disabled
     panel.solution_button.click()
-    assert "def one_hot(x, k): ..." in panel.solution.value
+    assert "def one_hot(x, k): ..." in html.unescape(
+        re.sub(r"<[^>]+>", "", panel.solution.value))
 
 
 def test_a_damaged_settings_file_keeps_solutions_off(in_a_release) -> None:
@@ -321,6 +324,18 @@ def test_the_release_holds_what_students_get(quick_release: Path) -> None:
                            class_release.SETTINGS_NAME).read_text())
     assert settings["chapters"] == CHAPTERS and settings["excluded"] == {}
     assert settings["solutions_after"] == "2030-01-01"
+    # Which course it came from, there, in its README and in every notebook
+    # (the checkout's commit when it was written: git's HEAD, or None).
+    from jaxcourse import __version__
+
+    stamp = {"version": settings["course_version"],
+             "commit": settings["course_commit"]}
+    assert stamp["version"] == __version__
+    assert stamp["commit"] is None or re.fullmatch(r"[0-9a-f]{40}", stamp["commit"])
+    assert f"JAX course {__version__} (commit " in (out / "README.md").read_text()
+    for path in out.rglob("*.ipynb"):
+        meta = json.loads(path.read_text(encoding="utf-8"))["metadata"]
+        assert meta["jaxcourse"]["release"] == stamp, path
     # The student notebooks and their editions, never a master.
     notebooks = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.ipynb"))
     expected = sorted(p.relative_to(ROOT).as_posix()
@@ -331,13 +346,23 @@ def test_the_release_holds_what_students_get(quick_release: Path) -> None:
         assert "git+" not in path.read_text(encoding="utf-8"), path
     # The manifest, as the course's, and each module that defines exercises.
     namespace: dict = {}
-    exec((out / "solutions" / "__init__.py").read_text(), namespace)  # noqa: S102
+    exec((out / "solutions" / "__init__.py").read_text(), namespace)
     assert namespace["TOPICS"] == course.topics()
-    for module in TOPIC_MODULES:
+    # Each answer function is withheld: the references, and the named
+    # mistakes (whose helpers compute the right answer first), wherever they
+    # are defined; the private helpers only they used are gone.
+    answers = answer_functions()
+    assert set(TOPIC_MODULES) <= set(answers)
+    for module, names in answers.items():
         text = (out / "solutions" / f"{module.split('.')[1]}.py").read_text()
-        assert text.count("raise withheld(__name__, ") == len(
-            {e.reference.__name__ for e in _REGISTRY.values()
-             if e.reference.__module__ == module})
+        assert text.count("raise withheld(__name__, ") == len(names), module
+        tree = ast.parse(text)
+        assert all(f"raise withheld(__name__, \"{n.name}\")" in ast.unparse(n)
+                   .replace("'", '"') for n in tree.body
+                   if isinstance(n, ast.FunctionDef) and n.name in names), module
+    mistakes = (out / "solutions" / "transformer_mistakes.py").read_text()
+    for helper in ("_micro", "_tp", "_activations", "_mesh", "_zero", "_layer"):
+        assert f"def {helper}(" not in mistakes, helper
     # The editions' texts, without the solutions they translate.
     for path in (out / "solutions").glob("*_texts.json"):
         table = json.loads(path.read_text(encoding="utf-8"))

@@ -235,7 +235,7 @@ def test_the_layout_explorer_says_what_it_computes_until_it_is_done(
     assert ("cue layout", {"display": None}) in before
     cue = next(state["value"] for name, state in before
                if name == "cue" and state.get("value"))
-    assert "正在計算" in cue and "、32 個區塊" in cue and "、2 個區塊" not in cue
+    assert "正在計算" in cue and "、32 個塊" in cue and "、2 個塊" not in cue
     assert any(name == "table" and STALE_CLASS in state.get("_dom_classes", ())
                for name, state in before)
     # Done: the cue is gone and the table, now the new choice's, is plain.

@@ -105,7 +105,8 @@ def _taiwan_terms() -> list[str]:
 
 @pytest.mark.parametrize("path", GENERATED, ids=lambda p: p.name)
 def test_no_taiwan_only_terms_left(path: Path) -> None:
-    text = _text(path)
+    # The glossary's style sheet names the variants it rules out (蒙地卡罗).
+    text = _text(path).replace(zh_hans.style_sheet(), "")
     left = [term for term in _taiwan_terms() if term in text]
     assert not left, f"Taiwan-only terms in {path.name}: {left}"
 

@@ -12,6 +12,7 @@ import argparse
 import sys
 
 from jaxcourse import CourseError
+from jaxcourse.cli import add_version
 from jaxcourse.data.checks import verify
 from jaxcourse.data.corpus import corpus_path, load_corpus, provision_corpus
 from jaxcourse.data.provisioning import provision
@@ -63,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-tfds", action="store_true", help="skip the TFDS copy (raw files only)"
     )
+    add_version(parser)
     args = parser.parse_args(argv)
     try:
         if args.check:

@@ -140,17 +140,23 @@ def provision(
 
     base.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    say(f"Writing {cand.spec.title} from {cand.source} …")
+    # Counted steps with their usual time, so a long wait reads as progress.
+    steps = 3 if tfds else 2
+    say(f"step 1/{steps}: writing {cand.spec.title}'s raw files from {cand.source} "
+        "(a few seconds) …")
     entry = {
         "source": cand.source,
         "raw_sha256": store.write_raw(cand.spec, cand.payloads, base),
     }
     if tfds:
-        say("Preparing the TFDS copy (once; about half a minute) …")
+        say(f"step 2/{steps}: preparing the TFDS copy (once; about half a minute; "
+            f"{time.perf_counter() - started:.0f} s so far) …")
         entry["tfds_sha256"] = store.write_tfds(cand.spec, base)
     record["datasets"][cand.spec.name] = entry
     record["active"] = cand.spec.name
     store.write_record(base, record)
+    say(f"step {steps}/{steps}: checking what was written against its checksums "
+        "(a few seconds) …")
     info = verify(cand.spec.name, base, include_tfds=tfds)
     say(
         f"Dataset: {info} — written and verified in "

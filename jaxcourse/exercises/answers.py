@@ -19,15 +19,21 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import io
 import os
+import textwrap
+import tokenize
 from collections.abc import Iterator, Mapping, Sequence
 
 __all__ = [
     "answer_digests",
+    "answer_marks",
     "digest",
     "notebook_answers",
     "python_sources",
     "reference_digest",
+    "reference_marks",
+    "reference_size",
 ]
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -130,8 +136,69 @@ def digest(definition: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
+# A docstring or comment line shorter than this many words is one that many
+# learners write alike ("# the prior"): it is no sign of a paste.
+_MARK_WORDS = 4
+
+
+def _marks_of(text: str) -> set[str]:
+    """Return the fingerprints of the prose in a definition's text.
+
+    Its docstring's and comments' lines of :data:`_MARK_WORDS` words or
+    more, lower-cased, spaces collapsed, each hashed: what a function pasted
+    from the Show-solution button carries, and one written afresh does not.
+    """
+    lines: list[str] = []
+    try:
+        tree = ast.parse(text)
+        for node in ast.walk(tree):
+            if isinstance(node, _DEFINITIONS):
+                lines += (ast.get_docstring(node) or "").splitlines()
+    except (SyntaxError, ValueError):
+        return set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT:
+                lines.append(token.string.lstrip("#"))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    found = set()
+    for line in lines:
+        words = line.lower().split()
+        if len(words) >= _MARK_WORDS:
+            found.add(hashlib.sha256(" ".join(words).encode()).hexdigest()[:8])
+    return found
+
+
+def answer_marks(answer: str) -> tuple[str, set[str]]:
+    """Split an answer as :func:`answer_digests` writes it: digest, prose marks."""
+    digest_part, _, marks = answer.partition(":")
+    return digest_part, {m for m in marks.split(",") if m}
+
+
+def reference_size(solution: str) -> int:
+    """Return the size of a shown solution's first function: its code's AST nodes.
+
+    Docstrings, names and layout do not count (its digest's tree). A short
+    solution is written the same way by many learners who never saw it.
+    """
+    for tree in _trees([solution]):
+        for statement in tree.body:
+            if isinstance(statement, _DEFINITIONS):
+                copy = ast.parse(ast.unparse(statement)).body[0]
+                canonical = _Canonical().visit(copy)
+                return sum(1 for _ in ast.walk(canonical))
+    return 0
+
+
 def answer_digests(sources: Sequence[str], names: Mapping[str, str]) -> dict[str, str]:
     """Return each exercise's answer digest: its function's last definition.
+
+    The digest is followed by ``:`` and the fingerprints of the prose the
+    definition carries (its docstring's and comments' longer lines), where it
+    carries any: two answers are the same when their digests are, and one is
+    pasted when it also carries the shown solution's prose
+    (:func:`jaxcourse.exercises.grading_tables.class_flags`).
 
     Parameters
     ----------
@@ -147,12 +214,30 @@ def answer_digests(sources: Sequence[str], names: Mapping[str, str]) -> dict[str
         (the one the notebook leaves bound when it has run), ``""`` when the
         notebook defines none (an import, an assignment, nothing).
     """
-    last: dict[str, ast.AST] = {}
-    for tree in _trees(sources):
+    last: dict[str, tuple[ast.AST, str]] = {}
+    for source in python_sources(sources):
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            continue  # a cell that does not run defines nothing
         for statement in tree.body:
             if isinstance(statement, _DEFINITIONS):
-                last[statement.name] = statement
-    return {i: digest(last[n]) if n in last else "" for i, n in names.items()}
+                text = ast.get_source_segment(source, statement, padded=True) or ""
+                last[statement.name] = (statement, text)
+    found = {}
+    for exercise_id, name in names.items():
+        if name not in last:
+            found[exercise_id] = ""
+            continue
+        statement, text = last[name]
+        marks = ",".join(sorted(_marks_of(textwrap.dedent(text))))
+        found[exercise_id] = digest(statement) + (f":{marks}" if marks else "")
+    return found
+
+
+def reference_marks(solution: str) -> set[str]:
+    """Return the fingerprints of a shown solution's prose (:func:`answer_digests`)."""
+    return _marks_of(solution)
 
 
 def reference_digest(solution: str) -> str:

@@ -36,6 +36,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from jaxcourse.cli import add_version
+
 # The parts live in the modules below; their names are re-exported (``as``)
 # so that ``authoring.<name>`` keeps reaching them.
 from .authoring_markers import BEGIN as BEGIN
@@ -86,7 +88,8 @@ __all__ = [
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m jaxcourse.exercises.authoring",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--solutions", type=Path, default=MASTERS)
     parser.add_argument("--exercises", type=Path, default=STUDENTS)
     parser.add_argument("--check", action="store_true",
@@ -97,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chapter", action="append", metavar="NAME",
                         help="with --nbgrader: only this chapter (repeatable), "
                         "e.g. 03_bayes")
+    add_version(parser)
     args = parser.parse_args(argv)
     try:
         return _run(args)

@@ -27,6 +27,13 @@ grader lists it for the teacher instead
   from the installed file, through ``exec``): it counts as the reference,
   both as the learner's function and when it runs.
 
+Where a grade is at stake none of this decides it: the grader's submissions
+run against a copy of the course without any answer
+(:mod:`jaxcourse.exercises.answerless`), where a borrowed reference raises
+instead of answering, however it was reached (a course helper that calls
+it, this module switched off from a cell, its source ``exec``'d). What this
+module finds is the reason shown, and self-study's.
+
 Only the registered reference functions of the exercises being graded count:
 helpers that notebooks import from the course (meshes, data, ``loss_fn``)
 never do. Like the grader's guard, this is a tripwire for handing in the
@@ -64,9 +71,10 @@ from .registry import get
 __all__ = ["HOWS", "Watch", "verdicts"]
 
 #: How an answer borrowed its reference: it is the reference (or wraps it),
-#: it runs the reference's code, or it is the reference's code run from the
-#: installed file.
-HOWS = ("is", "calls", "copy")
+#: it runs the reference's code, it is the reference's code run from the
+#: installed file, or it uses a library function that returns the answer
+#: (:mod:`jaxcourse.exercises.library_answers`, found by the grader).
+HOWS = ("is", "calls", "copy", "library")
 _CHAIN = 20  # wrappers followed at most (a learner's object may wrap itself)
 
 

@@ -47,9 +47,12 @@ from pathlib import Path
 
 import psutil
 
-from jaxcourse import CourseError
+from jaxcourse import __version__
+from jaxcourse import cli as commandline
+from jaxcourse.cli import UsageError, course_commit
 from jaxcourse.data.store import sha256_file
 from jaxcourse.processes import become_subreaper, reap_adopted
+from jaxcourse.progress import Progress
 
 from . import isolation
 from .answers import notebook_answers
@@ -71,9 +74,11 @@ from .registry import by_chapter, exercise_ids, get
 __all__ = [
     "STATUSES",
     "SubmissionResult",
+    "course_stamp",
     "grade",
     "main",
     "print_summary",
+    "stamp_text",
     "write_feedback",
     "write_tables",
 ]
@@ -115,7 +120,7 @@ def _infer_chapter(paths: Sequence[Path]) -> str:
                 hits = []
         found.update(hits[:1])
     if len(found) != 1:
-        raise SystemExit(
+        raise UsageError(
             "cannot tell which chapter these notebooks belong to; pass --chapter "
             f"(one of: {', '.join(chapters)})"
         )
@@ -140,6 +145,7 @@ def grade(
     partition: str | None = None,
     slurm_options: Sequence[str] = (),
     sandbox: bool = True,
+    progress: bool = True,
 ) -> list[SubmissionResult]:
     """Grade notebooks, ``jobs`` at a time; return one row per submission.
 
@@ -188,6 +194,10 @@ def grade(
         one at a time (one array task at a time on Slurm), and says so on
         standard error: only for a machine where the wall cannot be built
         and the learners are trusted.
+    progress : bool
+        Report each submission as it finishes, with the count and the time
+        left, on standard error (:class:`jaxcourse.progress.Progress`: a bar
+        on a terminal, one line per submission elsewhere).
 
     Returns
     -------
@@ -198,11 +208,16 @@ def grade(
     ------
     CourseError
         When a submission is to run and the wall cannot be built, here or on
-        a Slurm node, and ``sandbox`` is true; nothing ran bare.
+        a Slurm node, and ``sandbox`` is true; nothing ran bare
+        (:class:`jaxcourse.cli.MissingToolError`). A
+        :class:`jaxcourse.cli.UsageError` when a path given does not exist,
+        holds no notebook, or the chapter cannot be told.
     """
     paths: list[Path] = []
     folders: list[Path] = []
     for item in map(Path, submissions):
+        if not item.exists():
+            raise UsageError(f"no such notebook or folder: {item}")
         if item.is_dir():
             paths += sorted(item.glob("*.ipynb"))
             folders.append(item.resolve())
@@ -217,7 +232,8 @@ def grade(
         unique.setdefault(path.resolve(), path)
     paths = list(unique.values())
     if not paths:
-        raise SystemExit("no notebooks to grade")
+        raise UsageError("no notebooks to grade in "
+                         + ", ".join(str(s) for s in submissions))
     if exercises is None:
         exercises = exercise_ids(chapter or _infer_chapter(paths))
     ids = list(exercises)
@@ -249,6 +265,31 @@ def grade(
             results[name] = done[name]
         else:
             todo.append((name, path))
+    meter = Progress(len(todo), "grading") if todo and progress else None
+
+    def report(name: str, row: SubmissionResult) -> None:
+        if meter is not None:
+            meter.done(name, row.status)
+
+    try:
+        _grade_todo(todo, digests, results, rows_file, ids, language, jobs, timeout,
+                    memory_mb, case_time_limit, folders, course, slurm, slurm_chunk,
+                    slurm_parallel, partition, slurm_options, sandbox, report)
+    finally:
+        if meter is not None:
+            meter.close()
+    # Each answer as the notebook writes it, for the class's flags: read here
+    # from the file, so a row graded now, on Slurm or by an earlier run has it.
+    functions = {i: get(i).function_name for i in ids}
+    for name, path in zip(names, paths, strict=True):
+        results[name].answers = notebook_answers(path, functions)
+    return [results[name] for name in names]
+
+
+def _grade_todo(todo, digests, results, rows_file, ids, language, jobs, timeout,
+                memory_mb, case_time_limit, folders, course, slurm, slurm_chunk,
+                slurm_parallel, partition, slurm_options, sandbox, report) -> None:
+    """Grade ``todo`` here or on Slurm, calling ``report`` as each row is done."""
     if todo and slurm:
         if rows_file is None:
             raise ValueError("grading on Slurm needs out_dir, on storage the "
@@ -257,7 +298,7 @@ def grade(
             print(isolation.UNSAFE, file=sys.stderr, flush=True)
         _grade_on_slurm(todo, digests, results, rows_file, ids, language, timeout,
                         memory_mb, case_time_limit, folders, course, slurm_chunk,
-                        slurm_parallel, partition, slurm_options, sandbox)
+                        slurm_parallel, partition, slurm_options, sandbox, report)
     elif todo:
         if not sandbox:
             print(isolation.UNSAFE, file=sys.stderr, flush=True)
@@ -269,26 +310,21 @@ def grade(
         try:
             _grade_all(todo, digests, results, rows_file, ids, language, jobs,
                        timeout, memory_mb, case_time_limit, folders, course,
-                       sandbox)
+                       sandbox, on_row=report)
         finally:
             # Adopted orphans that died last (a wall's inner process) would
             # stay zombies of the caller's process: collect them first.
             reap_adopted(own)
             become_subreaper(False)
-    # Each answer as the notebook writes it, for the class's flags: read here
-    # from the file, so a row graded now, on Slurm or by an earlier run has it.
-    functions = {i: get(i).function_name for i in ids}
-    for name, path in zip(names, paths, strict=True):
-        results[name].answers = notebook_answers(path, functions)
-    return [results[name] for name in names]
 
 
 def _grade_on_slurm(todo, digests, results, rows_file, ids, language, timeout,
                     memory_mb, case_limit, folders, course, chunk, parallel,
-                    partition, options, sandbox) -> None:
+                    partition, options, sandbox, report) -> None:
     def finish(name: str, row: SubmissionResult) -> None:
         results[name] = row
         _append_row(rows_file, row)
+        report(name, row)
 
     numbers = {name: n for n, (name, _) in enumerate(todo)}
     pending = _readable(todo, digests, ids, language, finish)
@@ -297,20 +333,27 @@ def _grade_on_slurm(todo, digests, results, rows_file, ids, language, timeout,
                        timeout=timeout, memory_mb=memory_mb, case_limit=case_limit,
                        private=folders, course=course, out_dir=rows_file.parent,
                        chunk=chunk, parallel=parallel, partition=partition,
-                       options=options, finish=finish, sandbox=sandbox)
+                       options=options, finish=finish, sandbox=sandbox,
+                       progress=report)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("submissions", nargs="+", type=Path,
+    """Command-line entry point; exit codes as :mod:`jaxcourse.cli` says.
+
+    1 when the grading failed (sbatch refused, a timeout), 2 for a bad
+    command line or a path that does not exist, 3 when bubblewrap (without
+    ``--no-sandbox``) or Slurm (with ``--slurm``) is missing.
+    """
+    parser = commandline.parser("python -m jaxcourse.exercises.grading",
+                                __doc__.splitlines()[0])
+    parser.add_argument("submissions", nargs="+", type=commandline.existing_path,
                         help="notebooks, or folders of notebooks")
     parser.add_argument("--chapter", help="e.g. 01_mlp (default: inferred)")
     parser.add_argument("--exercises", nargs="+", help="only these exercise ids")
-    parser.add_argument("--out", type=Path, default=Path("."),
+    parser.add_argument("--out", type=Path, required=True,
                         help="folder for rows.jsonl, grades.csv, grades.json "
-                             "and feedback/")
-    parser.add_argument("--jobs", type=int, default=None,
+                             "and feedback/ (made if missing)")
+    parser.add_argument("--jobs", type=_positive, default=None,
                         help="submissions graded at once (default: cores)")
     parser.add_argument("--force", action="store_true",
                         help="grade again submissions already in --out")
@@ -338,20 +381,71 @@ def main(argv: list[str] | None = None) -> int:
                        help="another sbatch option, such as "
                             "--sbatch-option=--account=cs101")
     args = parser.parse_args(argv)
-    try:
-        rows = grade(args.submissions, chapter=args.chapter,
-                     exercises=args.exercises, timeout=args.timeout,
-                     case_time_limit=args.case_time_limit,
-                     memory_mb=args.memory_mb, jobs=args.jobs, out_dir=args.out,
-                     force=args.force, slurm=args.slurm, slurm_chunk=args.chunk,
-                     slurm_parallel=args.parallel, partition=args.partition,
-                     slurm_options=args.sbatch_option, sandbox=not args.no_sandbox)
-    except CourseError as err:  # no wall, no Slurm here, sbatch refused, a timeout
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    csv_path, json_path = write_tables(rows, args.out)
+    if args.out.exists() and not args.out.is_dir():
+        parser.error(f"--out {args.out} is a file, not a folder")
+    return commandline.run(lambda: _main(args))
+
+
+def course_stamp(submissions: Sequence[str | os.PathLike[str]],
+                 changes: bool = False) -> dict:
+    """Return the grader's course and the releases the submissions came from.
+
+    ``{"version", "commit", "releases"}``: this course's version and git
+    commit (``None`` outside a checkout; with ``changes``, ``+modified`` when
+    the checkout differs from it: :func:`jaxcourse.cli.course_commit`), and
+    each class release
+    (:mod:`jaxcourse.exercises.release` writes ``jaxcourse.release`` into its
+    notebooks' metadata) with the submissions that carry it.
+    """
+    releases: dict[tuple, list[str]] = {}
+    for item in map(Path, submissions):
+        for path in sorted(item.glob("*.ipynb")) if item.is_dir() else [item]:
+            try:
+                meta = json.loads(path.read_text(encoding="utf-8"))["metadata"]
+                found = meta["jaxcourse"]["release"]
+                key = (str(found["version"]), found.get("commit"))
+            except (ValueError, KeyError, TypeError, OSError, UnicodeDecodeError):
+                continue  # not from a release, or not a notebook at all
+            releases.setdefault(key, []).append(path.stem)
+    return {"version": __version__, "commit": course_commit(changes),
+            "releases": [{"version": v, "commit": c, "submissions": names}
+                         for (v, c), names in releases.items()]}
+
+
+def stamp_text(stamp: dict) -> str:
+    """Say which course graded, and from which releases the notebooks came."""
+    lines = [f"graded with the JAX course {stamp['version']} "
+             f"(commit {stamp['commit'] or 'unknown: not a git checkout'})"]
+    for release in stamp["releases"]:
+        count = len(release["submissions"])
+        commit = release["commit"] or "unknown"
+        lines.append(f"{count} submission{'s' * (count != 1)} from the class release "
+                     f"of {release['version']} (commit {commit})")
+        if release["version"] != stamp["version"]:
+            lines.append("  not the grader's version: the exercises may differ")
+    return "\n".join(lines)
+
+
+def _positive(text: str) -> int:
+    number = int(text)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {text}")
+    return number
+
+
+def _main(args: argparse.Namespace) -> int:
+    rows = grade(args.submissions, chapter=args.chapter,
+                 exercises=args.exercises, timeout=args.timeout,
+                 case_time_limit=args.case_time_limit,
+                 memory_mb=args.memory_mb, jobs=args.jobs, out_dir=args.out,
+                 force=args.force, slurm=args.slurm, slurm_chunk=args.chunk,
+                 slurm_parallel=args.parallel, partition=args.partition,
+                 slurm_options=args.sbatch_option, sandbox=not args.no_sandbox)
+    stamp = course_stamp(args.submissions, changes=True)
+    csv_path, json_path = write_tables(rows, args.out, course=stamp)
     write_feedback(rows, args.out)
     print_summary(rows)
+    print(f"\n{stamp_text(stamp)}")
     print(f"\nwrote {csv_path}, {json_path} and {args.out / 'feedback'}/")
     if args.no_sandbox:  # said before grading, and again under the table
         print(f"\n{isolation.UNSAFE}")

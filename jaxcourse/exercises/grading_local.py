@@ -15,11 +15,12 @@ grades each of its chunks with :func:`_row` too.
 from __future__ import annotations
 
 import concurrent.futures
+import re
 import sys
 import tempfile
 from pathlib import Path
 
-from jaxcourse import CourseError
+from jaxcourse.cli import MissingToolError
 from jaxcourse.course import topic as course_topic
 from jaxcourse.devices import use_cpu_devices
 
@@ -28,6 +29,7 @@ from . import isolation
 from .borrowing import verdicts
 from .grading_rows import SubmissionResult, _append_row
 from .judging import judge, reference_observations
+from .library_answers import library_answers
 from .observe import Observation
 from .registry import get
 from .runner import (
@@ -103,6 +105,27 @@ def _judge_report(
     return scores, feedback, "; ".join(notes)
 
 
+# A folder the grader made with a random name (tempfile.mkdtemp): the grading
+# root, a submission's run folder ("0003-k2j4_x9a") or its decoys.
+_RANDOM = re.compile(r"^(jaxcourse-grade-|(\d{4})-(hidden-)?)[A-Za-z0-9_]{8}$")
+
+
+def _stable_name(path: Path, settings: Settings) -> str:
+    """Return the name a row gives ``path``: the same on every run and path.
+
+    A file is named by its own name. A folder the grader made under a random
+    name (the grading root, a run folder) is named by what does not change:
+    the grading folder, or the submission's number. The rows of the local
+    grader and of ``--slurm`` then say the same.
+    """
+    found = _RANDOM.match(path.name)
+    if found is None:
+        return path.name
+    if path == settings.root or found.group(1) == "jaxcourse-grade-":
+        return text("folder", settings.language)
+    return found.group(2)
+
+
 def _tamper_reason(attempts: list[str], settings: Settings) -> str:
     """Say what a submission tried, for its row: the worst kind, its files.
 
@@ -121,13 +144,41 @@ def _tamper_reason(attempts: list[str], settings: Settings) -> str:
             key = "tamper_write"
         else:
             key = "tamper_outside"
-        name = path.name or where
+        name = _stable_name(path, settings) or where
         if name not in kinds[key]:
             kinds[key].append(name)
     key = next(k for k, names in kinds.items() if names)
     names = kinds[key]
     listed = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
     return text(key, settings.language, path=listed)
+
+
+def _add_library_answers(report: dict, path: Path, ids: list[str]) -> None:
+    """Add to ``report`` the answers that use a library function returning them.
+
+    Read here, from the notebook's file, in the grading process: nothing the
+    submission ran can change it (:mod:`jaxcourse.exercises.library_answers`).
+    """
+    import nbformat
+
+    try:
+        notebook = nbformat.read(path, as_version=4)
+    except Exception:  # unreadable: its row already says so
+        return
+    sources = [c.source for c in notebook.cells if c.cell_type == "code"]
+    exercises = {}
+    for exercise_id in ids:
+        reference = get(exercise_id).reference
+        exercises[exercise_id] = (f"{reference.__module__}.{reference.__name__}",
+                                  get(exercise_id).function_name)
+    found = library_answers(sources, exercises)
+    if not found:
+        return
+    borrowed = report.get("borrowed")
+    borrowed = borrowed if isinstance(borrowed, dict) else {}
+    for exercise_id, function in found.items():
+        borrowed.setdefault(exercise_id, {"how": "library", "reference": function})
+    report["borrowed"] = borrowed
 
 
 def _row(name: str, path: Path, digest: str, run: Run, settings: Settings,
@@ -140,6 +191,7 @@ def _row(name: str, path: Path, digest: str, run: Run, settings: Settings,
     elif run.report is None:
         row = SubmissionResult(name, zeros, run.status, run.detail)
     else:
+        _add_library_answers(run.report, path, ids)
         scores, feedback, notes = _judge_report(run.report, ids, expected)
         status = "graded"
         cells = run.report.get("cell_errors")
@@ -176,11 +228,14 @@ def _readable(todo, digests, ids, language, finish) -> list:
 
 
 def _grade_all(todo, digests, results, rows_file, ids, language, jobs, timeout,
-               memory_mb, case_limit, folders, course, sandbox=True) -> None:
+               memory_mb, case_limit, folders, course, sandbox=True,
+               on_row=None) -> None:
     def finish(name: str, row: SubmissionResult) -> None:
         results[name] = row
         if rows_file is not None:
             _append_row(rows_file, row)
+        if on_row is not None:  # the grader's progress
+            on_row(name, row)
 
     pending = _readable(todo, digests, ids, language, finish)
     if not pending:
@@ -188,7 +243,7 @@ def _grade_all(todo, digests, results, rows_file, ids, language, jobs, timeout,
     if sandbox:
         reason = isolation.unavailable_reason()
         if reason is not None:  # before anything runs, or is computed
-            raise CourseError(isolation.refusal(reason))
+            raise MissingToolError(isolation.refusal(reason))
     else:
         # The course's fingerprint is then the only net for a write that goes
         # around the guard: one at a time, whoever changed the course is the

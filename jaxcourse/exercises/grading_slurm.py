@@ -43,7 +43,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from jaxcourse import CourseError, slurm
+from jaxcourse import slurm
+from jaxcourse.cli import MissingToolError
 from jaxcourse.processes import become_subreaper
 
 from ..messages import message
@@ -99,6 +100,7 @@ def grade_on_slurm(
     options: Sequence[str] = (),
     finish=None,
     sandbox: bool = True,
+    progress=None,
 ) -> None:
     """Grade ``pending`` as one Slurm job array; hand each row to ``finish``.
 
@@ -125,6 +127,9 @@ def grade_on_slurm(
     sandbox : bool
         Wall each submission in on its node; ``False`` runs them bare, and
         the array one task at a time.
+    progress : callable, optional
+        Called with ``(name, row)`` as soon as a task has written a row,
+        while the array runs (``finish`` is called once it has ended).
 
     Raises
     ------
@@ -170,7 +175,9 @@ def grade_on_slurm(
           f"({len(chunks)} tasks); task logs in {work}", flush=True)
     done = False
     try:
-        states = slurm.wait(job, timeout=len(chunks) * minutes * 60 + 120, poll=1.0)
+        states = slurm.wait(job, timeout=len(chunks) * minutes * 60 + 120, poll=1.0,
+                            each_poll=(lambda: _report_rows(work, progress))
+                            if progress else None)
         done = True
     finally:
         if not done:
@@ -198,7 +205,7 @@ def grade_on_slurm(
               "restored them", file=sys.stderr, flush=True)
     if refused:
         nodes = "; ".join(sorted(set(refused.values())))
-        raise CourseError(isolation.refusal(f"on the Slurm nodes, {nodes}")
+        raise MissingToolError(isolation.refusal(f"on the Slurm nodes, {nodes}")
                           + " (the other submissions' rows are kept; a rerun "
                           "grades only what is left)")
 
@@ -231,6 +238,13 @@ def _as_row(row: dict, files: list[str] | None, language: str) -> SubmissionResu
         result.submission, dict.fromkeys(result.scores, 0.0), "tampered",
         text("tamper_changed", language, files=", ".join(sorted(set(files)))),
         sha256=result.sha256, seconds=result.seconds, timings=result.timings)
+
+
+def _report_rows(work: Path, progress) -> None:
+    """Hand each row the tasks have written so far to ``progress``."""
+    rows, _ = _read_run(work)
+    for name, row in rows.items():
+        progress(name, SubmissionResult.from_dict(row))
 
 
 def _refused(work: Path) -> dict[str, str]:

@@ -13,34 +13,52 @@ from __future__ import annotations
 import csv
 import json
 import os
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .answers import reference_digest
+from .answers import (
+    answer_marks,
+    reference_digest,
+    reference_marks,
+    reference_size,
+)
 from .grading_rows import SubmissionResult
 from .registry import get
 from .runner import text
 
 __all__ = [
+    "PASTED_MIN_NODES",
     "Flag",
     "class_flags",
     "feedback_text",
+    "pasted",
     "print_summary",
     "summary_text",
+    "text_width",
     "write_feedback",
     "write_tables",
 ]
 
 
 def write_tables(rows: Sequence[SubmissionResult], out_dir: str | os.PathLike[str],
-                 stem: str = "grades") -> tuple[Path, Path]:
-    """Write ``<stem>.csv`` and ``<stem>.json`` (submission × exercise → score)."""
+                 stem: str = "grades", course: dict | None = None
+                 ) -> tuple[Path, Path]:
+    """Write ``<stem>.csv`` and ``<stem>.json`` (submission × exercise → score).
+
+    The CSV starts with UTF-8's byte-order mark (``utf-8-sig``): Excel on
+    Windows then reads a Chinese name as written, not as mojibake, and
+    Python's ``csv``, pandas and LibreOffice read it as plain UTF-8
+    (``encoding="utf-8-sig"`` drops the mark; pandas does so itself).
+    ``course``, when given (the grader's version and commit), is written
+    into the JSON as ``"course"``.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     ids = list(rows[0].scores) if rows else []
     csv_path, json_path = out / f"{stem}.csv", out / f"{stem}.json"
-    with open(csv_path, "w", newline="", encoding="utf-8") as handle:
+    with open(csv_path, "w", newline="", encoding="utf-8-sig") as handle:
         writer = csv.writer(handle)
         writer.writerow(["submission", *ids, "total", "status", "reason"])
         for row in rows:
@@ -49,9 +67,12 @@ def write_tables(rows: Sequence[SubmissionResult], out_dir: str | os.PathLike[st
     flags = [{"exercise": f.exercise, "submission": f.submission, "flag": f.kind,
               "others": list(f.others), "text": f.text()}
              for f in class_flags(rows)]
+    table = {"exercises": ids, "submissions": [r.to_dict() for r in rows],
+             "flags": flags}
+    if course is not None:
+        table = {"course": course, **table}
     json_path.write_text(
-        json.dumps({"exercises": ids, "submissions": [r.to_dict() for r in rows],
-                    "flags": flags}, indent=2, ensure_ascii=False) + "\n",
+        json.dumps(table, indent=2, ensure_ascii=False) + "\n",
         encoding="utf-8",
     )
     return csv_path, json_path
@@ -85,11 +106,36 @@ def _language(exercise_id: str) -> str:
         return "en"
 
 
-def _reference(exercise_id: str) -> str:
+#: A shown solution of at least this many AST nodes (its code alone, see
+#: :func:`jaxcourse.exercises.answers.reference_size`) is long enough that an
+#: answer with its very code was pasted, comments stripped or not; a shorter
+#: one (``sample_betas``' two lines: 45) is what many learners write alike,
+#: and is flagged only with the solution's prose in it. Measured on the
+#: blind benchmark's honest answers (tests/test_grading_flags.py).
+PASTED_MIN_NODES = 60
+
+
+def _reference(exercise_id: str) -> tuple[str, set[str], bool]:
+    """Return the shown solution's digest, its prose marks, and whether it is long."""
     try:
-        return reference_digest(get(exercise_id).solution_source())
+        solution = get(exercise_id).solution_source()
     except KeyError:
-        return ""
+        return "", set(), False
+    return (reference_digest(solution), reference_marks(solution),
+            reference_size(solution) >= PASTED_MIN_NODES)
+
+
+def pasted(answer: str, reference: tuple[str, set[str], bool]) -> bool:
+    """Return whether ``answer`` (as a row holds it) is the shown solution, pasted.
+
+    Its code must be the solution's (names, comments and layout aside), and
+    either the solution is long (:data:`PASTED_MIN_NODES`) or the answer
+    carries a line of the solution's docstring or comments: a short answer
+    that any learner writes is not flagged for its code alone.
+    """
+    code, marks = answer_marks(answer)
+    digest_part, prose, long = reference
+    return bool(code) and code == digest_part and (long or bool(marks & prose))
 
 
 def class_flags(rows: Sequence[SubmissionResult]) -> list[Flag]:
@@ -116,10 +162,12 @@ def class_flags(rows: Sequence[SubmissionResult]) -> list[Flag]:
             answer = row.answers.get(exercise_id, "")
             if not answer or row.scores.get(exercise_id, 0.0) <= 0:
                 continue
-            if answer == reference:
+            if pasted(answer, reference):
                 found.append(Flag(exercise_id, row.submission, "pasted"))
-            else:
-                shared.setdefault(answer, []).append(row.submission)
+            elif answer_marks(answer)[0] != reference[0]:
+                # The same code, whatever its comments: shared. The shown
+                # solution's own code, short, is what many write alike.
+                shared.setdefault(answer_marks(answer)[0], []).append(row.submission)
         for group in shared.values():
             if len(group) > 1:
                 found += [Flag(exercise_id, name, "same",
@@ -158,12 +206,34 @@ def write_feedback(rows: Sequence[SubmissionResult],
     return written
 
 
+def text_width(text: str) -> int:
+    """Return how many columns ``text`` takes in a terminal.
+
+    A wide or full-width character (Chinese, Japanese, Korean: Unicode's
+    East Asian Width ``W`` or ``F``) takes two, a combining mark none, any
+    other one; ``len`` would count each one.
+    """
+    return sum(0 if unicodedata.combining(c)
+               else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+               for c in text)
+
+
+def _left(text: str, width: int) -> str:
+    return text + " " * max(0, width - text_width(text))
+
+
+def _right(text: str, width: int) -> str:
+    return " " * max(0, width - text_width(text)) + text
+
+
 def summary_text(rows: Sequence[SubmissionResult]) -> str:
     """Return a plain-text table of the scores, then the reasons and the flags.
 
     Every column is as wide as its heading, so scores stay under long
     exercise names; a topic prefix that every id shares (``bayes.``) is
-    said once above the table instead of in every heading.
+    said once above the table instead of in every heading. Widths are
+    counted in a terminal's columns (:func:`text_width`), so that the table
+    lines up under Chinese names too.
     """
     if not rows:
         return "no submissions"
@@ -172,16 +242,16 @@ def summary_text(rows: Sequence[SubmissionResult]) -> str:
     one_topic = len(topics) == 1 and all("." in i for i in ids)
     shared = f"{topics.pop()}." if one_topic else ""
     heads = [i[len(shared):] for i in ids]
-    widths = [max(6, len(h)) for h in heads]
-    width = max(10, *(len(r.submission) for r in rows))
+    widths = [max(6, text_width(h)) for h in heads]
+    width = max(10, *(text_width(r.submission) for r in rows))
     lines = [f"exercises: {shared}<name>"] if shared else []
-    lines.append(f"{'submission':<{width}}  "
-                 + "  ".join(f"{h:>{w}}" for h, w in zip(heads, widths, strict=True))
+    lines.append(f"{_left('submission', width)}  "
+                 + "  ".join(_right(h, w) for h, w in zip(heads, widths, strict=True))
                  + f"  {'total':>6}  status")
     for row in rows:
         cells = "  ".join(f"{row.scores[i]:>{w}.2f}"
                           for i, w in zip(ids, widths, strict=True))
-        lines.append(f"{row.submission:<{width}}  {cells}  {row.total:>6.2f}  "
+        lines.append(f"{_left(row.submission, width)}  {cells}  {row.total:>6.2f}  "
                      f"{row.status}")
     reasons = [f"  {r.submission}: {r.reason}" for r in rows if r.reason]
     if reasons:

@@ -49,6 +49,7 @@ __all__ = [
     "Layout",
     "found",
     "home_hidden",
+    "pid_namespace",
     "program",
     "refusal",
     "shown",
@@ -98,6 +99,9 @@ class Layout:
     scratch_mb : int
         Size of its private ``/tmp``, ``/dev/shm`` and emptied folders each,
         in MiB: memory, which the process's own memory limit does not count.
+    writable : list of Path
+        More folders it may write, where they are (a kernel's connection
+        folder, where its Unix sockets go); the grader's submissions have none.
     """
 
     own: Path
@@ -106,6 +110,7 @@ class Layout:
     emptied: list[Path] = field(default_factory=list)
     shown: list[Path] = field(default_factory=list)
     scratch_mb: int = 1024
+    writable: list[Path] = field(default_factory=list)
 
 
 def program() -> str | None:
@@ -198,11 +203,31 @@ def wrap(command: Sequence[str], layout: Layout, decoys: Path, bwrap: str,
             # Hidden inside what was shown again: covered again.
             args += ["--bind", str(decoys / str(index)), str(path)]
     args += ["--bind", str(needed[0]), str(needed[0])]
+    for path in _resolved(layout.writable):
+        if path.is_dir():
+            args += ["--bind", str(path), str(path)]
     for path in _resolved(layout.read_only):
         args += ["--ro-bind", str(path), str(path)]
     if cwd is not None:
         args += ["--chdir", os.path.realpath(cwd)]
     return [*args, "--", *command]
+
+
+def pid_namespace(command: Sequence[str], bwrap: str) -> list[str]:
+    """Return ``command`` run in a PID namespace of its own, and nothing else walled.
+
+    For a service that must keep the file system and the network (the local
+    JupyterHub), but whose every process must end when it is stopped: every
+    process it starts, in whatever session, however often it forks, and
+    whatever it does to its environment, stays in the namespace, and all of
+    them end when the namespace's first process (bwrap's init, the only
+    child of the process this command starts) does
+    (:func:`jaxcourse.processes.end_namespace`). A user namespace comes with
+    it (an ordinary user needs one to make a PID namespace); it maps the
+    user to itself, so files keep their owner.
+    """
+    return [bwrap, "--unshare-user", "--unshare-pid", "--bind", "/", "/",
+            "--dev-bind", "/dev", "/dev", "--proc", "/proc", "--", *command]
 
 
 def found(layout: Layout, decoys: Path) -> list[str]:
@@ -216,7 +241,7 @@ def found(layout: Layout, decoys: Path) -> list[str]:
     """
     hidden, emptied, shown = _plan(layout)
     inner = [Path(os.path.realpath(layout.own)), *shown, *hidden, *emptied,
-             *_resolved(layout.read_only)]
+             *_resolved(layout.read_only), *_resolved(layout.writable)]
     lines: list[str] = []
     for index, path in enumerate(hidden):
         decoy = decoys / str(index)

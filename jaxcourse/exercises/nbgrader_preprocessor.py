@@ -44,7 +44,8 @@ import nbformat
 from traitlets import Bool, Float, Integer, List, Unicode
 from traitlets.config import LoggingConfigurable
 
-__all__ = ["CourseChangedError", "CourseScores", "fingerprint"]
+__all__ = ["CourseChangedError", "CourseScores", "environment_fingerprint",
+           "fingerprint"]
 
 #: What the course's side of the scores is run as (with the course's Python).
 COURSE_MODULE = "jaxcourse.exercises.nbgrader_scores"
@@ -72,6 +73,30 @@ def fingerprint(folders: Iterable[str | os.PathLike[str]]) -> dict[str, str]:
         for path in sorted(Path(folder).rglob("*.py")):
             if "__pycache__" not in path.parts:
                 found[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def environment_fingerprint(
+        folders: Iterable[str | os.PathLike[str]]) -> dict[str, str]:
+    """Return the size and time of every file under ``folders``, by path.
+
+    For the Python environment's package folders (site-packages): a ``.pth``
+    or a module written there runs in every later process, the course's
+    grader included. Only sizes and times, as hashing gigabytes per notebook
+    would cost minutes; ``__pycache__`` is left out, which Python itself
+    writes when it first imports a module.
+    """
+    found = {}
+    for folder in folders:
+        for root, dirs, files in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in files:
+                path = os.path.join(root, name)
+                try:
+                    info = os.lstat(path)
+                except OSError:
+                    continue
+                found[path] = f"{info.st_size} {info.st_mtime_ns}"
     return found
 
 
@@ -109,18 +134,34 @@ class CourseScores(LoggingConfigurable):
     # What the course's files were when :meth:`watch` was called (when
     # nbgrader loaded its config, before any notebook ran); empty: not watched.
     _baseline: ClassVar[dict[str, dict[str, str]]] = {}
+    # The same for the Python environment's package folders (sizes and times).
+    _environment: ClassVar[dict[str, dict[str, str]]] = {}
 
     @classmethod
-    def watch(cls, folders: Iterable[str | os.PathLike[str]]) -> None:
+    def watch(cls, folders: Iterable[str | os.PathLike[str]],
+              environment: Iterable[str | os.PathLike[str]] = ()) -> None:
         """Remember the course's files now, to refuse scoring once they change.
 
         Called from ``nbgrader_config.py``, which nbgrader reads when it
-        starts (sometimes twice), before it runs any notebook.
+        starts (sometimes twice), before it runs any notebook. ``environment``:
+        the course's Python's package folders (site-packages), watched whole.
         """
         cls._baseline = {str(f): fingerprint([f]) for f in folders}
+        cls._environment = {str(f): environment_fingerprint([f]) for f in environment}
 
     def _check_course(self) -> None:
         changed = []
+        for folder, before in self._environment.items():
+            now = environment_fingerprint([folder])
+            changed += sorted(p for p in {*before, *now} if before.get(p) != now.get(p))
+        if changed:
+            raise CourseChangedError(
+                f"the course's Python environment changed after nbgrader started "
+                f"({', '.join(changed[:5])}{', ...' if len(changed) > 5 else ''}): "
+                "a file there (a .pth runs in every process) changes what every "
+                "later notebook, and the course's grader, run. Grading stopped. "
+                "If a submission wrote it, remove it; if you installed or "
+                "upgraded a package yourself, restart nbgrader.")
         for folder, before in self._baseline.items():
             now = fingerprint([folder])
             changed += sorted(p for p in {*before, *now} if before.get(p) != now.get(p))

@@ -31,6 +31,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from jaxcourse.cli import add_version, existing_path
+
 __all__ = ["graded_checks", "main", "score_notebook"]
 
 # The calls whose first argument names the exercise a test cell checks (the
@@ -123,7 +125,7 @@ def score_notebook(path: Path, *, timeout: float = 300.0,
     if not ids:
         return {"status": "graded", "reason": "", "cells": {}}
     [row] = grade([path], exercises=ids, timeout=timeout, memory_mb=memory_mb,
-                  jobs=1)
+                  jobs=1, progress=False)  # one notebook: no count to show
     return {
         "status": row.status,
         "reason": row.reason,
@@ -140,13 +142,14 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m jaxcourse.exercises.nbgrader_scores",
         description="Score an nbgrader notebook's test cells with the course's "
                     "grader (nbgrader's CourseScores runs this).")
-    parser.add_argument("notebook", type=Path)
+    parser.add_argument("notebook", type=existing_path)
     parser.add_argument("--out", type=Path, required=True,
                         help="where the scores go, as JSON")
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="seconds for the whole notebook")
     parser.add_argument("--memory-mb", type=int, default=4096,
                         help="memory limit of its process, 0 for none")
+    add_version(parser)
     args = parser.parse_args(argv)
     report = score_notebook(args.notebook, timeout=args.timeout,
                             memory_mb=args.memory_mb)

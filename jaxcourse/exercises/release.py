@@ -19,8 +19,10 @@ Usage::
   manifest of the released chapters, each module that defines exercises with
   its references' bodies withheld
   (:func:`~jaxcourse.exercises.release_stubs.stub_source`), the checks'
-  helpers and named mistakes those modules import (a mistake is a wrong
-  answer), the texts of the editions, and the stored reference outputs,
+  helpers and named mistakes those modules import, each mistake's body
+  withheld too (:mod:`~jaxcourse.exercises.answerless`: a mistake's helpers
+  compute the right answer first; a Check judges from its stored output),
+  the texts of the editions, and the stored reference outputs,
   *complete* (what the course leaves out as too large to store is computed
   here, in a fresh process with the chapter's devices), under a fingerprint of
   the release's own files, so that every Check, and the named mistakes, run
@@ -49,21 +51,33 @@ import importlib.metadata
 import json
 import shutil
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import ModuleType
 
 import nbformat
 
-from .. import course
+from jaxcourse.cli import add_version
+
+from .. import __version__, course
+from ..cli import course_commit
 from ..course import Topic
+from ..progress import remaining_text
 from . import references
+from .answerless import (
+    answer_functions,
+    imported_names,
+    store_text,
+    texts_without_solutions,
+    withhold,
+)
 from .authoring_masters import ROOT
 from .authoring_students import out_of_date
 from .class_release import SETTINGS_NAME, solutions_path
 from .references import writer
 from .registry import _REGISTRY, EDITION_FOLDERS, _edition, exercise_ids
-from .release_stubs import functions_in, release_install_cell, stub_source
+from .release_stubs import release_cells, stub_source
 
 __all__ = [
     "ReleaseError",
@@ -89,6 +103,10 @@ Open the notebooks from `exercises/` (their first cell finds this folder), or
 install the release into the students' environment with `pip install .` in
 this folder. Do not install the full course there: it holds the answers.
 Show solution: {solutions}.
+
+Written from the JAX course {version} (commit {commit}); the student
+notebooks record it too (metadata `jaxcourse.release`), and the grader
+prints it in its report.
 """
 
 
@@ -193,18 +211,10 @@ def _store_text(name: str, release_file: Path, entries: dict) -> str:
     the release's helpers and manifest), so a Check in the release finds the
     store fresh; written once every file it covers is in place.
     """
-    fingerprint = references.fingerprint(
-        SimpleNamespace(__name__=name, __file__=str(release_file)))
-    # Each digest from the release's own copy, which is what a Check hashes:
-    # the course's engine may have changed since it was copied.
-    out = release_file.parents[name.count(".")]
-    roots = {top: out for top in {n.split(".", 1)[0] for n in fingerprint["sources"]}}
-    for source in fingerprint["sources"]:
-        found = references._module_file(source, roots)
-        if found is None:
-            raise ReleaseError(f"{source} is not in the release")
-        fingerprint["sources"][source] = references._digest(found)
-    return writer.serialize(entries, fingerprint)
+    try:
+        return store_text(name, release_file, entries)
+    except FileNotFoundError as err:
+        raise ReleaseError(f"not in the release: {err}") from None
 
 
 def _lacking(module: ModuleType, entries: dict) -> list[str]:
@@ -226,20 +236,6 @@ def _lacking(module: ModuleType, entries: dict) -> list[str]:
     return lacking
 
 
-def _texts_without_solutions(path: Path) -> str:
-    """Return an edition's table of texts without the solutions it translates.
-
-    The table maps each text a learner reads to its translation, the shown
-    solution (the reference's source) included: those entries stay behind.
-    """
-    solutions = {e.solution_source() for e in _REGISTRY.values()}
-    table = json.loads(path.read_text(encoding="utf-8"))
-    kept = {text: translation for text, translation in table.items()
-            if text not in solutions and not functions_in(text)
-            and not functions_in(translation)}
-    return json.dumps(kept, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
-
-
 # ---- notebooks and the package's metadata -----------------------------------------
 
 
@@ -258,14 +254,12 @@ def _notebooks(topic: Topic) -> list[tuple[Path, Path]]:
     return pairs
 
 
-def _release_notebook(source: Path) -> str:
+def _release_notebook(source: Path, stamp: dict | None = None) -> str:
     notebook = nbformat.read(source, as_version=4)
-    for cell in notebook.cells:
-        if cell.cell_type == "code":
-            rewritten = release_install_cell(cell.source)
-            if rewritten is not None:
-                cell.source = rewritten
-                break
+    if stamp is not None:
+        # The grader reads it from each submission: which release it came from.
+        notebook.metadata.setdefault("jaxcourse", {})["release"] = stamp
+    release_cells(notebook)
     text = nbformat.writes(notebook) + "\n"
     if "git+" in text:
         raise ReleaseError(f"{source.name} installs the public course in a cell the "
@@ -279,7 +273,7 @@ def _pyproject(package: str) -> str:
     return (
         '[build-system]\nrequires = ["setuptools>=68"]\n'
         'build-backend = "setuptools.build_meta"\n\n'
-        f'[project]\nname = "jaxcourse"\nversion = "{meta.version}"\n'
+        f'[project]\nname = "jaxcourse"\nversion = "{__version__}"\n'
         'description = "A class release of the JAX course: exercises and checks, '
         'without the reference answers."\nrequires-python = ">=3.11"\n'
         f"dependencies = {json.dumps(requires)}\n\n"
@@ -297,7 +291,9 @@ def _dist_info(out: Path, package: str) -> None:
     # Python finds a distribution's entry points in any folder on its path:
     # with DIR on the path, the engine finds the release's manifest (and,
     # being first, the release's rather than an installed course's).
-    version = importlib.metadata.version("jaxcourse")
+    # The version of the code copied, not the installed metadata's (an
+    # editable install keeps the version it was installed with).
+    version = __version__
     info = out / f"jaxcourse-{version}.dist-info"
     info.mkdir()
     (info / "METADATA").write_text(
@@ -356,6 +352,7 @@ def write_release(
     complete: bool = True,
     force: bool = False,
     echo: Callable[[str], None] | None = print,
+    changes: bool = False,
 ) -> dict:
     """Write a class release of ``chapters`` to ``out``; return its settings.
 
@@ -379,6 +376,9 @@ def write_release(
         Replace an earlier release in ``out``.
     echo : callable, optional
         Called with one line per step; None to stay quiet.
+    changes : bool
+        Ask git whether the checkout differs from its commit (a process), and
+        record ``+modified`` after the commit if it does.
 
     Returns
     -------
@@ -414,37 +414,52 @@ def write_release(
     target.mkdir()
     excluded: dict[str, str] = {}
     stores = []  # (module name, release file, completed entries)
-    for name, (module, devices) in sorted(modules.items()):
+    # The answer functions: the references, and the named mistakes, whose
+    # helpers compute the right answer first. A Check judges from their
+    # stored outputs, so the release holds none of them (answerless.withhold).
+    answers = answer_functions(package)
+    keep = imported_names(package_dir)
+    started = time.monotonic()
+    for done, (name, (module, devices)) in enumerate(sorted(modules.items()), 1):
         helpers = _helpers(module, package, topic_modules)
         source = Path(module.__file__).read_text(encoding="utf-8")
         release_file = _module_file(target, name)
         release_file.parent.mkdir(parents=True, exist_ok=True)
-        release_file.write_text(stub_source(source, reference_names(name)),
+        withheld = answers.get(name, set()) | set(reference_names(name))
+        release_file.write_text(stub_source(source, sorted(withheld), keep),
                                 encoding="utf-8")
         for helper in helpers:
             if helper == package:
                 continue  # the package's __init__: the manifest, written below
             destination = _module_file(target, helper)
             destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(_module_file(package_dir, helper), destination)
+            text = _module_file(package_dir, helper).read_text(encoding="utf-8")
+            destination.write_text(withhold(text, answers.get(helper, set()), keep),
+                                   encoding="utf-8")
         # The editions' texts of this module's topics (``<key>_zh_hans_texts``),
         # and those the module reads itself (``dp_zh_hans_texts``).
         stems = {name.rsplit(".", 1)[1], *(t.key for t in topics if t.module == name)}
         for texts in package_dir.glob("*_texts.json"):
             if any(texts.name.startswith(stem + "_") for stem in stems):
-                (target / texts.name).write_text(_texts_without_solutions(texts),
+                (target / texts.name).write_text(texts_without_solutions(texts),
                                                  encoding="utf-8")
         entries = _completed_entries(module, devices, complete)
         lacking = _lacking(module, entries)
         stores.append((name, release_file, entries))
-        say(f"{name}: {len(reference_names(name))} references withheld, "
+        # Completing a module's outputs is the slow part (a process each):
+        # the count and the time left, from the pace so far.
+        left = (time.monotonic() - started) / done * (len(modules) - done)
+        say(f"release {done}/{len(modules)}: {name}: "
+            f"{len(reference_names(name))} references withheld, "
             f"{len(helpers)} helper modules, outputs "
-            f"{'complete' if not lacking else f'lacking {len(lacking)}'}")
+            f"{'complete' if not lacking else f'lacking {len(lacking)}'}"
+            + (f" ({remaining_text(left)} left)" if done < len(modules) else ""))
         if lacking and complete:
             for topic in topics:
                 if topic.module == name:
                     excluded[chapter_of(topic)] = "; ".join(lacking)
     released = [t for t in topics if chapter_of(t) not in excluded]
+    stamp = {"version": __version__, "commit": course_commit(changes)}
     (target / "__init__.py").write_text(_manifest(released), encoding="utf-8")
     for name, release_file, entries in stores:  # every file they cover written
         references.store_path(release_file).write_text(
@@ -452,7 +467,8 @@ def write_release(
     for topic in released:
         for source, relative in _notebooks(topic):
             (out / relative).parent.mkdir(parents=True, exist_ok=True)
-            (out / relative).write_text(_release_notebook(source), encoding="utf-8")
+            (out / relative).write_text(_release_notebook(source, stamp),
+                                        encoding="utf-8")
             say(f"wrote {relative}")
     for chapter, why in excluded.items():
         say(f"left out {chapter}: its Check would need the reference ({why})")
@@ -464,6 +480,9 @@ def write_release(
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "excluded": excluded,
         "jax": jax.__version__,
+        # Which course the release came from: the grader prints it.
+        "course_version": stamp["version"],
+        "course_commit": stamp["commit"],
     }
     (out / "jaxcourse" / "exercises" / SETTINGS_NAME).write_text(
         json.dumps(settings, indent=1) + "\n", encoding="utf-8")
@@ -471,7 +490,8 @@ def write_release(
     _dist_info(out, package)
     (out / "README.md").write_text(README.format(
         created=settings["created"][:10], chapters=", ".join(settings["chapters"]),
-        jax=jax.__version__,
+        jax=jax.__version__, version=stamp["version"],
+        commit=stamp["commit"] or "unknown: not a git checkout",
         solutions=f"from {settings['solutions_after']}, once published "
         "(`--publish-solutions`)" if solutions_after else "off"), encoding="utf-8")
     # Written whole, then moved in place: an interrupted run leaves no
@@ -527,7 +547,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(
         prog="python -m jaxcourse.exercises.release",
-        description=__doc__.splitlines()[0])
+        description=__doc__.splitlines()[0],
+        epilog="exit codes: 0 done, 1 a chapter was left out, 2 a bad command "
+               "line, or a folder or course that cannot make a release")
     parser.add_argument("out", type=Path, metavar="DIR", help="the release's folder")
     parser.add_argument("--chapters", nargs="+", metavar="CHAPTER",
                         help="e.g. 03_bayes 06_scaling (default: every chapter)")
@@ -539,13 +561,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="add the solutions to the release in DIR (for its date)")
     parser.add_argument("--force", action="store_true",
                         help="replace an earlier release in DIR")
+    add_version(parser)
     args = parser.parse_args(argv)
     try:
         if args.publish_solutions:
             publish_solutions(args.out)
             return 0
         settings = write_release(args.out, args.chapters,
-                                 solutions_after=args.solutions_after, force=args.force)
+                                 solutions_after=args.solutions_after, force=args.force,
+                                 changes=True)
     except (ReleaseError, RuntimeError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

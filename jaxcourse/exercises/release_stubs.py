@@ -23,6 +23,7 @@ import ast
 import copy
 import re
 from collections.abc import Iterable
+from typing import Any
 
 __all__ = [
     "INSTALL_BLOCK",
@@ -30,6 +31,7 @@ __all__ = [
     "body_key",
     "functions_in",
     "prune",
+    "release_cells",
     "release_install_cell",
     "stub_source",
 ]
@@ -80,7 +82,8 @@ def _replace_lines(source: str, edits: list[tuple[int, int, str]]) -> str:
     return "".join(lines)
 
 
-def stub_source(source: str, names: Iterable[str]) -> str:
+def stub_source(source: str, names: Iterable[str],
+                keep: Iterable[str] = ()) -> str:
     """Return ``source`` with the bodies of the top-level functions ``names`` withheld.
 
     Parameters
@@ -88,7 +91,10 @@ def stub_source(source: str, names: Iterable[str]) -> str:
     source : str
         A module that defines exercises (``solutions/bayes.py``).
     names : iterable of str
-        Its reference functions, all defined at the module's top level.
+        Its reference functions (or other answer functions), all defined at
+        the module's top level; they are never pruned, being its interface.
+    keep : iterable of str
+        More private names not to prune: those other modules import.
 
     Returns
     -------
@@ -129,7 +135,7 @@ def stub_source(source: str, names: Iterable[str]) -> str:
     if missing:
         raise ValueError(f"not functions at the module's top level: {sorted(missing)}")
     stubbed = _replace_lines(source, edits)
-    return prune(_with_import(stubbed))
+    return prune(_with_import(stubbed), keep={*wanted, *keep})
 
 
 def _with_import(source: str) -> str:
@@ -156,17 +162,18 @@ def _used_names(tree: ast.Module) -> set[str]:
     return used
 
 
-def prune(source: str) -> str:
+def prune(source: str, keep: Iterable[str] = ()) -> str:
     """Remove the private top-level definitions that nothing in ``source`` uses.
 
     Once the references' bodies are gone, a helper only they called (part
     of an answer) is unused: it goes, then what only it used, until nothing
     changes. Only names starting with ``_``, which no other module imports
-    by convention, and only functions, classes and single-name assignments.
+    by convention, and only functions, classes and single-name assignments;
+    never the names in ``keep``.
     """
     while True:
         tree = ast.parse(source)
-        used = _used_names(tree)
+        used = _used_names(tree) | set(keep)
         edits = []
         for node in tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef |
@@ -202,6 +209,38 @@ def release_install_cell(source: str) -> str | None:
     # The cell's first comment says that it installs the course: not here.
     first, _, rest = rewritten.partition("\n")
     return rest if first.startswith("#") else rewritten
+
+
+def release_cells(notebook: Any) -> None:
+    """Make a student notebook's cells those a class hands out, in place.
+
+    Its first cell uses the release's package instead of installing the
+    public course (:func:`release_install_cell`), and the first Markdown cell
+    that names the Show-solution button says that it stays off until the
+    teacher publishes the solutions (in the notebook's language). The class
+    release's notebooks and the nbgrader course folder's sources
+    (:mod:`jaxcourse.exercises.authoring_nbgrader`) both go through here, so
+    that a notebook from either matches nbgrader's read-only cells.
+    """
+    from ..messages import LANGUAGES, message
+
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            rewritten = release_install_cell(cell.source)
+            if rewritten is not None:
+                cell.source = rewritten
+                break
+    # The notebook's language, else the one whose button name it uses (a
+    # chapter written in one language carries no language of its own).
+    said = notebook.metadata.get("jaxcourse", {}).get("language")
+    for language in [said] if said in LANGUAGES else LANGUAGES:
+        button = message("show_solution", language)
+        for cell in notebook.cells:
+            if cell.cell_type == "markdown" and button in cell.source:
+                note = message("release_solution_note", language)
+                if note not in cell.source:
+                    cell.source = f"{cell.source.rstrip()}\n\n{note}"
+                return
 
 
 class _Names(ast.NodeTransformer):

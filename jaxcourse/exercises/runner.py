@@ -1,7 +1,8 @@
 """Run one submission in its sandbox process, against a read-only course copy.
 
 The grader's runner: :class:`Course` (the course's code, fingerprinted,
-restorable, copied read-only for each submission), :func:`run_one` (a fresh
+restorable, copied read-only for each submission without any answer:
+:mod:`jaxcourse.exercises.answerless`), :func:`run_one` (a fresh
 ``python -m jaxcourse.exercises.sandbox`` process in a private run folder,
 inside the operating system's wall (:mod:`jaxcourse.exercises.isolation`)
 unless the teacher turned it off, its output's tail kept, its whole process
@@ -28,7 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jaxcourse import CourseError, compile_cache
+from jaxcourse import compile_cache
+from jaxcourse.cli import MissingToolError
 from jaxcourse.course import content_folders
 from jaxcourse.processes import TAG_ENV, end_tree, new_tag
 
@@ -94,6 +96,7 @@ class Course:
     def __init__(self, folders: Sequence[Path]) -> None:
         self.folders = [Path(f).resolve() for f in folders]
         self.snapshot = self._read()
+        self._lock = threading.Lock()
 
     def _files(self) -> list[Path]:
         return sorted(p for f in self.folders for p in f.rglob("*.py")
@@ -128,11 +131,26 @@ class Course:
             else:
                 path.unlink(missing_ok=True)
 
-    def copy_to(self, target: Path) -> None:
-        """Copy every folder under ``target``, and make the copy read-only."""
-        ignore = shutil.ignore_patterns("*.ipynb", ".ipynb_checkpoints")
+    def copy_to(self, target: Path, cache: Path) -> None:
+        """Write the course without its answers under ``target``, read-only.
+
+        The copy (:func:`jaxcourse.exercises.answerless.write_graded_copy`)
+        holds no reference answer and nothing that computes one: a borrowed
+        answer, however it is reached, computes nothing there. It is written
+        once per grading run into ``cache`` (a folder the submissions cannot
+        see) and copied from there.
+        """
+        with self._lock:
+            template = cache / "answerless"
+            if not template.is_dir():
+                from .answerless import write_graded_copy
+
+                partial = cache / "answerless.partial"
+                shutil.rmtree(partial, ignore_errors=True)
+                write_graded_copy(self.folders, partial)
+                partial.rename(template)
         for folder in self.folders:
-            shutil.copytree(folder, target / folder.name, ignore=ignore)
+            shutil.copytree(template / folder.name, target / folder.name)
         _read_only(target)
 
 
@@ -228,9 +246,30 @@ def run_one(path: Path, number: int, settings: Settings) -> Run:
             shutil.rmtree(folder, ignore_errors=True)
 
 
+def _checkouts(folders: Sequence[Path]) -> list[Path]:
+    """Return the checkouts that hold ``folders``: their parent, where it is one.
+
+    A checkout of the course holds the answers outside the course's folders
+    too (the masters' notebooks, the tests' answers, its git history): the
+    whole of it is hidden. A parent inside the Python environment
+    (site-packages) is not a checkout.
+    """
+    shown = [Path(os.path.realpath(p)) for p in isolation.shown()]
+    found = []
+    for folder in folders:
+        parent = Path(os.path.realpath(folder)).parent
+        if not ((parent / "pyproject.toml").is_file() or (parent / ".git").exists()):
+            continue
+        if any(parent == s or s in parent.parents for s in shown):
+            continue
+        found.append(parent)
+    return found
+
+
 def _layout(run_dir: Path, settings: Settings) -> isolation.Layout:
     """Return what the submission's process may see and write (inside the wall)."""
-    hidden = [*settings.course.folders, *settings.private, settings.root,
+    course = [*settings.course.folders, *default_course()]
+    hidden = [*course, *_checkouts(course), *settings.private, settings.root,
               *settings.hidden, *isolation.home_hidden()]
     # The home folder: empty (no keys or tokens to read, and hand back in an
     # error message) but writable, in memory, where libraries keep settings.
@@ -270,7 +309,7 @@ def _run_in(path: Path, run_dir: Path, decoys: Path, settings: Settings) -> Run:
     work, outbox, course = run_dir / "work", run_dir / "outbox", run_dir / "course"
     work.mkdir()
     outbox.mkdir()
-    settings.course.copy_to(course)
+    settings.course.copy_to(course, settings.root)
     copy = work / "submission.ipynb"
     shutil.copyfile(path, copy)
     _matplotlib_config(run_dir / "matplotlib")
@@ -312,7 +351,8 @@ def _run_in(path: Path, run_dir: Path, decoys: Path, settings: Settings) -> Run:
     if settings.isolated:
         bwrap = isolation.program()
         if bwrap is None:  # removed since the grader checked: run nothing bare
-            raise CourseError(isolation.refusal(isolation.unavailable_reason() or ""))
+            raise MissingToolError(
+                isolation.refusal(isolation.unavailable_reason() or ""))
         # Inside, /tmp is its own: an inherited TMPDIR may name a hidden folder.
         env["TMPDIR"] = "/tmp"
         command = isolation.wrap(command, layout, decoys, bwrap, cwd=work)

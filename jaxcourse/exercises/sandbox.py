@@ -5,7 +5,8 @@ process per submission, ``python -m jaxcourse.exercises.sandbox``, in a
 private run folder laid out as::
 
     run/
-      course/    a read-only copy of jaxcourse/ and solutions/, first on PYTHONPATH
+      course/    a read-only copy of jaxcourse/ and solutions/ without any
+                 answer (jaxcourse.exercises.answerless), first on PYTHONPATH
       work/      the working directory: a copy of the notebook, nothing else
       outbox/    what the process reports: result.json, attempts.txt
 
@@ -16,8 +17,10 @@ what every notebook needs, executes the notebook's code cells (cells that
 only display a check panel or an explorer are skipped), calls the learner's
 functions on every test's inputs, and writes what they returned as plain
 JSON, with the exercises whose function is, runs or copies a reference
-answer (:mod:`jaxcourse.exercises.borrowing`). It decides nothing; the
-grader judges.
+answer (:mod:`jaxcourse.exercises.borrowing`, or a withheld answer reached:
+:data:`jaxcourse.exercises.class_release.REACHED`). It decides nothing; the
+grader judges. No answer is there to borrow: the copy holds none, so what
+this process reports about borrowing is only the reason a row shows.
 
 The guard is a tripwire for honest mistakes and casual snooping, not a
 security sandbox: code that calls the C library directly (``ctypes``) or
@@ -268,6 +271,7 @@ def run_submission(notebook: Path, outbox: Path, ids: list[str], modules: list[s
     from jaxcourse.course import content_folders
 
     from .borrowing import Watch
+    from .class_release import REACHED
     from .observation import Observation
     from .observe import observe_all
     from .registry import get
@@ -304,10 +308,16 @@ def run_submission(notebook: Path, outbox: Path, ids: list[str], modules: list[s
             function = shell.user_ns[name]
             borrowed = watch.borrowed(function)
             if borrowed is None:
+                reached = len(REACHED)
                 with watch.watching() as watching:
                     observed = observe_all(exercise, function, case_limit)
                 if watching.ran is not None:
                     borrowed = ("calls", watching.ran)
+                elif len(REACHED) > reached:
+                    # A withheld answer function (the course copy holds no
+                    # answer) was asked for while the checks ran: the
+                    # learner's function borrowed one, which computed nothing.
+                    borrowed = ("calls", REACHED[reached])
             else:  # scored 0 whatever it returns: not worth the checks' time
                 observed = [Observation("skipped")] * len(exercise.cases)
         else:

@@ -8,6 +8,23 @@ ones found on entry when it returns. :func:`time_left` tells code that waits
 on its own (a launch of processes) how long the limit in force still allows.
 How long each case of an exercise may run is decided in
 :mod:`jaxcourse.exercises.case_limits`.
+
+**Verdicts do not depend on the machine's load.** A limit is not counted on
+the wall clock but on a :class:`jaxcourse.load_clock.LoadClock`: the wall
+time less the time the call's threads were kept waiting for a core by other
+processes (the kernel's own count) and less the time JAX spent compiling
+with XLA (up to :data:`COMPILE_ALLOWANCE` times the limit). When the
+wall-clock timer fires at the limit, the handler reads that clock; if the
+call has not yet *had* its seconds, the timer is set again for what is
+left, and only once it has does the interrupt come. So on a quiet machine
+an endless loop is stopped at its limit exactly as before (a learner waits
+at most the limit, 5 s for most exercises), while on a machine whose cores
+other processes hold, a right answer is given the time it would have had on
+a quiet one, and a first compile (the compilation cache
+off, as the grader runs) does not count as a loop. Why this clock and not
+CPU time, a measured unit of speed or a second run alone: see
+:mod:`jaxcourse.load_clock`. So that nothing waits for ever, a call is
+stopped anyway once the wall clock reaches :data:`WALL_CAP` times its limit.
 """
 
 from __future__ import annotations
@@ -22,11 +39,20 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from jaxcourse.load_clock import WALL_CAP, LoadClock
+
 __all__ = [
+    "COMPILE_ALLOWANCE",
+    "WALL_CAP",
     "TimeLimitError",
     "call_with_time_limit",
     "time_left",
 ]
+
+#: Compiling is not counted, up to this many times the limit (as if on a
+#: quiet machine): more, and it counts, so that a loop that compiles a new
+#: function at each step still runs out of time (after twice its limit).
+COMPILE_ALLOWANCE = 1.0
 
 # Once the limit is reached, the interrupt is repeated this often, so code
 # that swallows the first one still stops.
@@ -51,20 +77,25 @@ class _TimeUp(BaseException):
     pass
 
 
-# The deadline (time.monotonic()) of the time limit in force, if any: code
-# that waits on its own (a launch of processes) can stop in time to say why.
-_deadline: list[float | None] = [None]
+# The clock and the limit in force, if any: code that waits on its own (a
+# launch of processes) can stop in time to say why.
+_in_force: list[tuple[LoadClock, float] | None] = [None]
 
 
 def time_left() -> float | None:
     """Return the seconds left under the time limit in force, or ``None``.
 
-    A case's runner that waits for something it can end itself (launched
-    processes, say) uses it to give up before the limit, and so report what
-    it saw rather than a bare time-out.
+    Counted as the limit counts them (:class:`jaxcourse.load_clock.LoadClock`:
+    time spent waiting for a core or compiling is not used up). A case's
+    runner that waits for something it can end itself (launched processes,
+    say) uses it to give up before the limit, and so report what it saw
+    rather than a bare time-out.
     """
-    deadline = _deadline[0]
-    return None if deadline is None else max(0.0, deadline - time.monotonic())
+    limit = _in_force[0]
+    if limit is None:
+        return None
+    clock, seconds = limit
+    return _time_left(clock, seconds)
 
 
 def call_with_time_limit(function: Callable[[], Any], seconds: float | None) -> Any:
@@ -91,6 +122,10 @@ def call_with_time_limit(function: Callable[[], Any], seconds: float | None) -> 
     the check stops waiting after ``seconds``; the runaway code is then
     interrupted in its thread at its next Python bytecode (code blocked in C
     finishes in the background).
+
+    Either way ``seconds`` are counted on a :class:`~jaxcourse.load_clock.LoadClock`
+    (time the call waited for a core, or JAX compiled, is not counted), and
+    never past :data:`WALL_CAP` times ``seconds`` on the wall clock.
     """
     if seconds is None or seconds <= 0:
         return function()
@@ -99,14 +134,22 @@ def call_with_time_limit(function: Callable[[], Any], seconds: float | None) -> 
         and threading.current_thread() is threading.main_thread()
         and signal.getitimer(signal.ITIMER_REAL)[0] == 0
     )
-    outer = _deadline[0]
-    _deadline[0] = time.monotonic() + seconds
+    outer = _in_force[0]
+    clock = LoadClock()
+    _in_force[0] = (clock, seconds)
     try:
         if can_alarm:
-            return _with_alarm(function, seconds)
-        return _with_thread(function, seconds)
+            return _with_alarm(function, seconds, clock)
+        return _with_thread(function, seconds, clock)
     finally:
-        _deadline[0] = outer
+        _in_force[0] = outer
+
+
+def _time_left(clock: LoadClock, seconds: float) -> float:
+    """Seconds the call may still run (0: stop it now)."""
+    if clock.wall() >= WALL_CAP * seconds:
+        return 0.0
+    return max(0.0, seconds - clock.elapsed(compiling=COMPILE_ALLOWANCE * seconds))
 
 
 class _Alarm:
@@ -117,7 +160,10 @@ class _Alarm:
     callback (JAX frees device buffers in one) is cut short for nothing.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, seconds: float, clock: LoadClock) -> None:
+        self.seconds = seconds
+        self.clock = clock
+        self.measuring = False  # reading the clock: a tick meanwhile waits
         self.armed = True
         self.collecting = False
         self.raised: list[_TimeUp] = []
@@ -135,9 +181,22 @@ class _Alarm:
             self.collecting = False
 
     def __call__(self, signum: int, frame: Any) -> None:
-        if not self.armed or self.collecting or frame is None or \
-                frame.f_code in _PROTECTED:
+        if not self.armed or self.collecting or self.measuring or frame is None \
+                or frame.f_code in _PROTECTED:
             return
+        if not self.due:
+            # The wall clock says the limit is reached; the load clock says
+            # whether the call has had its seconds (other processes may have
+            # held the cores, or JAX compiled). If not, ask again when what
+            # is left has passed.
+            self.measuring = True
+            try:
+                left = _time_left(self.clock, self.seconds)
+            finally:
+                self.measuring = False
+            if left > 0:
+                signal.setitimer(signal.ITIMER_REAL, max(left, _REPEAT), _REPEAT)
+                return
         now = time.monotonic()
         self.due = self.due or now
         if now - self.due < _UNSAFE_AFTER and not _safe_to_interrupt(frame):
@@ -157,8 +216,8 @@ class _Alarm:
         raise err
 
 
-def _with_alarm(function: Callable[[], Any], seconds: float) -> Any:
-    alarm = _Alarm()
+def _with_alarm(function: Callable[[], Any], seconds: float, clock: LoadClock) -> Any:
+    alarm = _Alarm(seconds, clock)
     gc.callbacks.insert(0, alarm.gc_starts)
     gc.callbacks.append(alarm.gc_ends)
     previous = signal.signal(signal.SIGALRM, alarm)
@@ -255,7 +314,7 @@ _PROTECTED = frozenset({_with_alarm.__code__, _Alarm.gc_starts.__code__,
                         _Alarm.gc_ends.__code__, _Alarm.__call__.__code__})
 
 
-def _with_thread(function: Callable[[], Any], seconds: float) -> Any:
+def _with_thread(function: Callable[[], Any], seconds: float, clock: LoadClock) -> Any:
     box: dict[str, Any] = {}
 
     def target() -> None:
@@ -267,9 +326,12 @@ def _with_thread(function: Callable[[], Any], seconds: float) -> Any:
     worker = threading.Thread(target=target, daemon=True, name="exercise-check")
     worker.start()
     worker.join(seconds)
-    if worker.is_alive():
-        _interrupt(worker)
-        raise TimeLimitError(seconds)
+    while worker.is_alive():
+        left = _time_left(clock, seconds)
+        if left <= 0:
+            _interrupt(worker)
+            raise TimeLimitError(seconds)
+        worker.join(max(left, _REPEAT))
     if "error" in box:
         raise box["error"]
     return box["value"]

@@ -30,6 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from jaxcourse.cli import add_version
+
 __all__ = ["STAMP", "fresh_copy", "main", "warm"]
 
 #: The stamp in the cache's folder: the digest of the code it was warmed for.
@@ -90,12 +92,14 @@ def _code_digest() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Warm the cache for every exercise, one process per device count."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m jaxcourse.exercises.warm_cache",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--force", action="store_true",
                         help="run even if the stamp says the code is unchanged")
     parser.add_argument("--devices", type=int, default=None,
                         help=argparse.SUPPRESS)  # a child: this device count only
     parser.add_argument("ids", nargs="*", help=argparse.SUPPRESS)
+    add_version(parser)
     args = parser.parse_args(argv)
 
     if args.devices is not None:  # the child, with JAX not yet started

@@ -21,6 +21,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import ipywidgets as widgets
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import PythonLexer
 
 from ..messages import message
 from .class_release import published_solution, release_settings, solution_state
@@ -35,6 +38,11 @@ __all__ = ["CheckPanel", "check_panel", "checking_html", "hints_html", "result_h
            "solution_html"]
 
 _PASS, _FAIL, _IDLE = "#1a7f37", "#cf222e", "#57606a"
+# Show solution's code, highlighted with inline styles: a widget's HTML has no
+# stylesheet of its own, in JupyterLab, Colab or the book.
+_CODE = HtmlFormatter(noclasses=True, nobackground=True, style="default",
+                      cssstyles="background:#f6f8fa;padding:0.5em",
+                      prestyles="margin:0")
 
 
 def _marked(text: str) -> str:
@@ -92,7 +100,7 @@ def hints_html(exercise: Exercise, shown: int) -> str:
 
 
 def solution_html(exercise: Exercise) -> str:
-    """Render the reference implementation's source as a code block.
+    """Render the reference implementation's source as a highlighted code block.
 
     In a class release (:mod:`jaxcourse.exercises.class_release`) the
     reference's source is a stub: the solution shown is the published one, and
@@ -108,10 +116,8 @@ def solution_html(exercise: Exercise) -> str:
         source = exercise.solution_source()
     if not source:
         return f"<i>{html.escape(message('solution_unavailable', lang))}</i>"
-    return (
-        f"<b>{html.escape(message('solution_heading', lang))}</b>"
-        f"<pre style='background:#f6f8fa;padding:0.5em'>{html.escape(source)}</pre>"
-    )
+    return (f"<b>{html.escape(message('solution_heading', lang))}</b>"
+            + highlight(source, PythonLexer(), _CODE))
 
 
 class CheckPanel(Display):

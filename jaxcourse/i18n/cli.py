@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 
+from jaxcourse.cli import add_version
+
 from ..zh_hans import report_stale
 from .editions import out_of_date, write
 from .reports import coverage, coverage_text, lint
@@ -34,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--lint", nargs="*", metavar="CATALOG",
                        help="check that translations keep code, math, links, headings "
                             "(and, without CATALOG, regional usage and style)")
+    add_version(parser)
     args = parser.parse_args(argv)
     if args.check:
         return report_stale(out_of_date(), "python -m jaxcourse.i18n")

@@ -43,27 +43,49 @@ UNTRANSLATED = {
     "zh-Hans": "*（本段尚未翻译，以下是英文原文。）*",
     "zh-Hant": "*（本段尚未翻譯，以下是英文原文。）*",
 }
-#: Added to the first cell of every edition: where it comes from.
+#: Added to the first cell of every edition: where it comes from, what is
+#: translated, and what a learner meets in English. JupyterLab's language
+#: packs differ: zh-CN translates about 2,100 of JupyterLab's 2,125 strings,
+#: zh-TW about 500 (counted in the packs' ``jupyterlab.json``).
 EDITION_NOTE = {
     "zh-Hans": (
-        "\n\n> 本页是英文版的简体中文版。代码和输出与英文版完全相同（输出已在英文版上"
-        "重新运行验证），只有图中的文字译成了中文；译文来自 `book/locales/zh_Hans/` "
-        "的消息目录（`python -m jaxcourse.i18n`）。在 Colab 中打开时，请先运行 "
-        "`%env JAX_COURSE_LANGUAGE=zh-Hans`，练习面板才会使用简体中文"
-        "（JupyterLab 会自动识别）。JupyterLab 本身的菜单默认是英文：课程的安装脚本"
-        "装好了中文语言包，在 JupyterLab 4 中选择 Settings → Language → "
-        "中文（简体，中国），页面重新载入后即为简体中文。"
+        "\n\n> 本页是英文版的简体中文版，译文来自 `book/locales/zh_Hans/` 的消息目录"
+        "（`python -m jaxcourse.i18n`）。正文、代码注释、图中的文字、练习面板和探索器"
+        "都已译成中文；代码和输出与英文版完全相同（输出已在英文版上重新运行验证），"
+        "所以保存的输出（包括探索器运行前的静态画面）仍是英文，运行单元格后练习面板"
+        "和探索器会以简体中文重新显示。在 Colab 中打开时，请先运行 "
+        "`%env JAX_COURSE_LANGUAGE=zh-Hans`（JupyterLab 会按本页自动识别）。"
+        "JupyterLab 本身的界面默认是英文：课程的安装脚本装好了中文语言包，在 "
+        "JupyterLab 4 中选择 Settings → Language → 中文（简体，中国），页面重新载入后"
+        "菜单和对话框即为简体中文（这个语言包翻译了 JupyterLab 约 2,100 条界面文字，"
+        "几乎是全部）。"
     ),
     "zh-Hant": (
         "\n\n> 本頁是英文版的繁體中文（臺灣）版，由簡體中文譯文經 OpenCC 與課程的"
-        "術語表轉換而成。程式碼和輸出與英文版完全相同（輸出已在英文版上重新執行"
-        "驗證；`python -m jaxcourse.i18n`），只有圖中的文字譯成了中文。在 Colab "
-        "中開啟時，請先執行 `%env JAX_COURSE_LANGUAGE=zh-Hant`，練習面板才會使用"
-        "繁體中文（JupyterLab 會自動辨識）。JupyterLab 本身的選單預設是英文：課程的"
-        "安裝指令碼已裝好中文語言套件，在 JupyterLab 4 中選擇 Settings → Language → "
-        "中文（繁體，臺灣），頁面重新載入後即為繁體中文。"
+        "術語表轉換而成，部分段落經臺灣用語校訂（`python -m jaxcourse.i18n`）。"
+        "正文、程式碼註解、圖中的文字、練習面板和探索器都已譯成中文；程式碼和輸出"
+        "與英文版完全相同（輸出已在英文版上重新執行驗證），所以儲存的輸出（包括"
+        "探索器執行前的靜態畫面）仍是英文，執行儲存格後練習面板和探索器會以繁體中文"
+        "重新顯示。在 Colab 中開啟時，請先執行 `%env JAX_COURSE_LANGUAGE=zh-Hant`"
+        "（JupyterLab 會依本頁自動辨識）。JupyterLab 本身的介面預設是英文，課程的"
+        "安裝指令碼已裝好兩個中文語言套件，但涵蓋的範圍不同：簡體中文套件（Settings"
+        " → Language → 中文（簡體，中國））翻譯了 JupyterLab 約 2,100 條介面文字，"
+        "幾乎是全部；繁體中文套件（中文（繁體，臺灣））只翻譯了其中約 500 條，選擇它"
+        "之後選單列仍是英文，選單也中英夾雜（例如「重新啟動核心 and 執行所有"
+        "儲存格」）。"
     ),
 }
+#: An untitled note box is headed "Note" in English (by Sphinx, and by
+#: JupyterLab's MyST renderer): an edition gives it its own title.
+NOTE_TITLE = {"zh-Hans": "注意", "zh-Hant": "注意"}
+_UNTITLED_NOTE = re.compile(r"^([ \t]*)(:{3,}|`{3,})\{note\}[ \t]*$", re.M)
+
+
+def title_notes(text: str, language: str) -> str:
+    """Return Markdown ``text`` with each untitled note box titled in ``language``."""
+    return _UNTITLED_NOTE.sub(
+        lambda m: f"{m.group(1)}{m.group(2)}{{admonition}} {NOTE_TITLE[language]}\n"
+                  f"{m.group(1)}:class: note", text)
 
 
 def _translations(po, language: str, overrides=None
@@ -136,6 +158,123 @@ def _relink(text: str, master: str, language: str) -> str:
     return _LINK.sub(move, text)
 
 
+#: The widget fields a reader sees as text (a button's label, a tooltip, a
+#: dropdown's options, an HTML widget's value).
+_WIDGET_TEXT = ("description", "tooltip", "placeholder", "value", "_options_labels")
+#: A phrase shorter than this is replaced inside HTML only where it is the
+#: whole text of a widget: "Check" is a button, not a word of a sentence.
+_SHORTEST_PHRASE = 12
+
+
+@functools.cache
+def _widget_phrases(language: str) -> tuple[tuple[str, str], ...]:
+    """Return (English, translation) for the fixed texts of panels and explorers.
+
+    The messages without fields (:mod:`jaxcourse.messages`), longest first.
+    """
+    from ..messages import MESSAGES
+
+    english, ours = MESSAGES["en"], MESSAGES[language]
+    pairs = {text: ours[key] for key, text in english.items()
+             if "{" not in text and key in ours and ours[key] != text}
+    return tuple(sorted(pairs.items(), key=lambda pair: -len(pair[0])))
+
+
+_FIELD = re.compile(r"\{(\w+)(?:[:!][^{}]*)?\}")
+
+
+@functools.cache
+def _widget_templates(language: str) -> tuple[tuple[re.Pattern, str], ...]:
+    """Return (pattern, translation) for the messages with fields, as HTML shows them.
+
+    A field matches any text; a message needs a fixed part of some length to be
+    recognised (a bare "{n} {unit}" is never replaced). Longest first.
+    """
+    import html as html_module
+
+    from ..messages import MESSAGES
+
+    english, ours = MESSAGES["en"], MESSAGES[language]
+    found = []
+    for key, template in english.items():
+        fields = _FIELD.findall(template)
+        fixed = _FIELD.sub("", template)
+        if (not fields or key not in ours or len(fixed.strip()) < _SHORTEST_PHRASE
+                or set(_FIELD.findall(ours[key])) - set(fields)
+                or "{{" in template):
+            continue
+        pattern, seen, last = "", set(), 0
+        for m in _FIELD.finditer(template):
+            pattern += re.escape(html_module.escape(template[last:m.start()]))
+            name = m.group(1)
+            pattern += f"(?P={name})" if name in seen else f"(?P<{name}>[^<]+?)"
+            seen.add(name)
+            last = m.end()
+        pattern += re.escape(html_module.escape(template[last:]))
+        found.append((len(fixed), re.compile(pattern), html_module.escape(ours[key])))
+    found.sort(key=lambda item: -item[0])
+    return tuple((pattern, translation) for _, pattern, translation in found)
+
+
+def _fill(match: re.Match, translation: str) -> str:
+    return _FIELD.sub(lambda m: match.group(m.group(1)), translation)
+
+
+def translate_widgets(metadata: dict, done: dict, language: str) -> dict:
+    """Return the notebook's stored widget state with its fixed texts in ``language``.
+
+    A page of the book draws the panels and the explorers from this state (a
+    still picture, the kernel is gone), which the master stored in English.
+    Whole texts and, inside HTML, the longer phrases (the panel's and
+    explorers' fixed messages and the exercise texts, from ``done``) are
+    replaced, and the messages with values in them (a score, a measurement)
+    where their fixed words are found around the values.
+    An HTML value that changed says its language (``<div lang=...>``).
+    """
+    import html as html_module
+
+    state = metadata.get("widgets", {}).get(
+        "application/vnd.jupyter.widget-state+json", {}).get("state")
+    if not state:
+        return metadata
+    phrases = dict(_widget_phrases(language))
+    phrases.update({text: new for (context, text), new in done.items()
+                    if context == EXERCISE and new})
+    whole = dict(phrases)
+    # A long phrase anywhere in HTML; a short one as an element's whole text
+    # (a table's heading: <th>process</th>).
+    inside = [(html_module.escape(old), html_module.escape(new))
+              if len(old) >= _SHORTEST_PHRASE else
+              (f">{html_module.escape(old)}<", f">{html_module.escape(new)}<")
+              for old, new in sorted(phrases.items(), key=lambda p: -len(p[0]))]
+
+    def text(value: str) -> str:
+        if value in whole:
+            return whole[value]
+        if "<" not in value:
+            return value
+        new = value
+        for old, ours in inside:
+            new = new.replace(old, ours)
+        for pattern, translation in _widget_templates(language):
+            new = pattern.sub(lambda m, t=translation: _fill(m, t), new)
+        if new != value:
+            new = new.replace('lang="en"', f'lang="{language}"')
+        return new
+
+    out = copy.deepcopy(metadata)
+    models = out["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    for model in models.values():
+        fields = model.get("state", {})
+        for name in _WIDGET_TEXT:
+            value = fields.get(name)
+            if isinstance(value, str):
+                fields[name] = text(value)
+            elif isinstance(value, list):
+                fields[name] = [text(v) if isinstance(v, str) else v for v in value]
+    return out
+
+
 def edition(master: nbformat.NotebookNode, po, language: str, path: str | None = None,
             overrides=None) -> nbformat.NotebookNode:
     """Return ``master`` in ``language``: prose from ``po``, code and outputs its own.
@@ -153,12 +292,14 @@ def edition(master: nbformat.NotebookNode, po, language: str, path: str | None =
                 f"{UNTRANSLATED[language]}\n\n{cell.source}")
             if path is not None:
                 cell.source = _relink(cell.source, path, language)
+            cell.source = title_notes(cell.source, language)
         elif cell.cell_type == "code":
             cell.source = _translate_code(cell.source, done)
             cell.outputs = [_translate_figure(o, done, language)
                             for o in cell.get("outputs", [])]
     if nb.cells and nb.cells[0].cell_type == "markdown":
         nb.cells[0].source += EDITION_NOTE[language]
+    nb.metadata = translate_widgets(nb.metadata, done, language)
     nb.metadata["jaxcourse"] = {"language": language}
     return nb
 
@@ -285,7 +426,8 @@ def _toc_block_from(files: dict[str, str], root: Path) -> str:
                           "student": topic.student}[kind]
                 path = edition_path(master, language)
                 nb = nbformat.reads(files[path], as_version=4)
-                title = _title(nb).replace('"', "'")
+                # The sidebar shows a title as plain text: no code marks.
+                title = _title(nb).replace('"', "'").replace("`", "")
                 if kind == "chapter":
                     title = f"{number}. {title}"
                 lines.append(f"      - file: {Path(path).with_suffix('')}\n"

@@ -12,9 +12,19 @@ scripts, chapter 9 and its Simplified edition) and their exercises' texts:
 - :func:`style_findings`: a variant the Simplified style sheet
   (:data:`STYLE_FILE`) rules out, e.g. 台设备 where the course writes 个设备.
 
+- :func:`axis_findings`: rows and columns the wrong way round. Taiwan's 列
+  is a row and 欄 (or 行) a column, the mainland's 行 a row and 列 a column;
+  a text whose English says only "row" (or only "column") is read against its
+  English, and must not name the other axis.
+
+The usage lint also knows patterns (the course's ``pattern-`` rows): the
+measure words for devices (Taiwan counts 張 GPU and 顆晶片, never 塊).
+
 Prose is a Markdown cell without its code spans, fences, math, links' targets
-and HTML; a code cell's comments and the Chinese string literals; an exercise
-text. Code, identifiers and outputs are left out.
+and HTML; a code cell's comments and the Chinese string literals; a figure's
+labels; an exercise text; the editions' home pages (``index.md``); and every
+string of the explorers and the panel (:mod:`jaxcourse.messages`). Code,
+identifiers and outputs are left out.
 """
 
 from __future__ import annotations
@@ -36,7 +46,8 @@ from .words import _tokenizer, opencc_dictionary, straddles, word_spans
 #: The course's own regional words and allowlist: kind TAB word TAB preferred
 #: TAB why; kind is ``mainland`` (not in zh-Hant), ``taiwan`` (not in
 #: zh-Hans), ``allow-hant`` / ``allow-hans`` (a phrase in which listed words
-#: are right), ``ignore-hant`` / ``ignore-hans`` (a dictionary word not linted).
+#: are right), ``ignore-hant`` / ``ignore-hans`` (a dictionary word not linted),
+#: ``pattern-hant`` / ``pattern-hans`` (a regular expression not to match).
 USAGE_FILE = ROOT / "book" / "glossary_zh_usage.tsv"
 
 #: A Taiwan form the mainland writes fewer times than this in jieba's word
@@ -168,8 +179,24 @@ def _figure_labels(cell: dict) -> list[str]:
     return [label for label in found if CJK.search(label)]
 
 
+#: The editions' pages written as Markdown (the home pages), by language.
+PAGES = {"zh-Hant": "book/zh_hant/index.md", "zh-Hans": "book/zh_hans/index.md"}
+#: The message tables of the explorers, the panel and the checks, by language.
+MESSAGE_TABLES = {"zh-Hant": "zh_hant", "zh-Hans": "zh_hans"}
+
+
+def _messages(language: str) -> dict[str, str]:
+    """Return the explorers' and the panel's strings in ``language``, by key."""
+    from .. import messages
+
+    table = dict(messages.MESSAGES[language])
+    for name, text in messages.EXCEPTIONS.get(language, {}).items():
+        table[f"EXCEPTIONS[{name}]"] = text
+    return table
+
+
 def edition_texts(root: Path = ROOT) -> dict[str, list[tuple[str, str]]]:
-    """Return, per language, (where, prose) for every edition's text."""
+    """Return, per language, (where, prose) for every text a learner reads."""
     from .. import course
 
     notebooks: dict[str, list[str]] = {language: [] for language in EDITIONS}
@@ -204,7 +231,73 @@ def edition_texts(root: Path = ROOT) -> dict[str, list[tuple[str, str]]]:
             for english, text in json.loads(table.read_text(encoding="utf-8")).items():
                 where = f"{table.parent.name}/{table.name}: {english[:30]!r}"
                 texts[language].append((where, prose_of(text)))
+        page = root / PAGES[language]
+        if page.is_file():
+            paragraphs = page.read_text(encoding="utf-8").split("\n\n")
+            for n, paragraph in enumerate(paragraphs):
+                texts[language].append((f"{PAGES[language]}:{n}", prose_of(paragraph)))
+        module = f"jaxcourse/messages/{MESSAGE_TABLES[language]}.py"
+        for key, text in _messages(language).items():
+            texts[language].append((f"{module}: {key}", text))
     return texts
+
+
+def paired_texts(root: Path = ROOT) -> list[tuple[str, str, dict[str, str]]]:
+    """Return (where, English, {language: text}) for the texts with an English twin.
+
+    A Markdown cell and its edition's (the same cell id), a code comment and
+    the edition's (in order), an exercise text and its translation, a message
+    and its table's.
+    """
+    from .. import course, messages
+
+    pairs: list[tuple[str, str, dict[str, str]]] = []
+    for family in families():
+        for master in family.masters:
+            nb = nbformat.read(root / master, as_version=4)
+            editions = {}
+            for language in EDITIONS:
+                path = root / edition_path(master, language)
+                if path.is_file():
+                    editions[language] = {c.get("id"): c for c in
+                                          nbformat.read(path, as_version=4).cells}
+            for cell in nb.cells:
+                twins = {lang: cells[cell.get("id")] for lang, cells in editions.items()
+                         if cell.get("id") in cells}
+                where = f"{master}:{cell.get('id', '')}"
+                if cell.cell_type == "markdown":
+                    pairs.append((where, prose_of(cell.source),
+                                  {lang: prose_of(c.source)
+                                   for lang, c in twins.items()}))
+                elif cell.cell_type == "code":
+                    comments = _comments_of(cell.source)
+                    theirs = {lang: _comments_of(c.source) for lang, c in twins.items()}
+                    for i, english in enumerate(comments):
+                        pairs.append((where, english, {lang: found[i] for lang, found
+                                                       in theirs.items()
+                                                       if i < len(found)}))
+    folders = {Path(course.load(topic.key).__file__).resolve().parent
+               for topic in course.topics()}
+    tables: dict[str, dict[str, str]] = {}
+    for language in EDITIONS:
+        for table in sorted(t for folder in folders
+                            for t in folder.glob(f"*_{EDITIONS[language]}_texts.json")):
+            for english, text in json.loads(table.read_text(encoding="utf-8")).items():
+                tables.setdefault(f"{table.parent.name}/{table.stem.split('_')[0]}"
+                                  f": {english[:30]!r}\0{english}", {})[language] = text
+    for key, found in tables.items():
+        where, english = key.split("\0", 1)
+        pairs.append((where, prose_of(english),
+                      {lang: prose_of(text) for lang, text in found.items()}))
+    for key, english in messages.MESSAGES["en"].items():
+        pairs.append((f"jaxcourse/messages: {key}", english,
+                      {lang: table[key] for lang in EDITIONS
+                       if key in (table := messages.MESSAGES[lang])}))
+    return pairs
+
+
+def _comments_of(source: str) -> list[str]:
+    return [tok.string for tok in code_tokens(source) if tok.type == tokenize.COMMENT]
 
 
 def _scan(text: str, words: dict[str, str], allowed: tuple[str, ...]
@@ -235,19 +328,85 @@ def _scan(text: str, words: dict[str, str], allowed: tuple[str, ...]
     return found
 
 
+@functools.cache
+def usage_patterns(language: str) -> list[tuple[re.Pattern, str]]:
+    """Return the course's ``pattern-`` rows for ``language``: (pattern, fix)."""
+    kind = f"pattern-{_short(language)}"
+    return [(re.compile(row[1]), row[2]) for row in _rows(USAGE_FILE) if row[0] == kind]
+
+
+def scan_text(text: str, language: str) -> list[tuple[str, str]]:
+    """Return each word or pattern of the other usage in ``text``, with its fix."""
+    found = _scan(text, regional_words(language), _allowed(language))
+    for pattern, fix in usage_patterns(language):
+        found.extend((m.group(0), fix) for m in pattern.finditer(text))
+    return found
+
+
 def usage_findings(root: Path = ROOT) -> dict[str, list[str]]:
     """Return, per language, a line per word the other region's usage put there."""
     out: dict[str, list[str]] = {}
     for language, texts in edition_texts(root).items():
-        words = regional_words(language)
-        allowed = _allowed(language)
         lines = []
         for where, text in texts:
             if not CJK.search(text):
                 continue
-            for word, fix in _scan(text, words, allowed):
+            for word, fix in scan_text(text, language):
                 lines.append(f"{language} {where}: {word} (write {fix})")
         out[language] = lines
+    return out
+
+
+_ROW_EN = re.compile(r"\brows?\b", re.I)
+_COLUMN_EN = re.compile(r"\bcolumns?\b", re.I)
+#: 列 and 行 inside words that name no axis (an array, a queue; to run, a line).
+_LIE_WORDS = ("陣列|串列|序列|佇列|隊列|队列|列出|列表|排列|列印|下列|系列|並列|并列|"
+              "列舉|列举|行列|羅列|罗列|列為|列为|列入|數列|数列|條列|前列|如下列")
+_HANG_WORDS = ("行程|執行|执行|平行|並行|并行|進行|进行|行為|行为|運行|运行|流行|發行|"
+               "发行|銀行|银行|行動|行动|自行|另行|先行|同行|可行|實行|实行|行業|行业|"
+               "例行|施行|通行|推行|現行|现行|行內|行内|換行|换行|行號|行号|行首|行尾|"
+               "程式碼行|代码行|一行程式|一行代码|行星|旅行|行李|行政|行使|步行|試行|试行")
+_LIE = re.compile(f"(?:{_LIE_WORDS})|(列)")
+_HANG = re.compile(f"(?:{_HANG_WORDS})|(行)")
+_LAN = re.compile("欄|栏")
+
+
+def _axis_words(pattern: re.Pattern, text: str) -> int:
+    return sum(1 for m in pattern.finditer(text) if m.group(1))
+
+
+def axis_problem(english: str, text: str, language: str) -> str | None:
+    """Return what is wrong with ``text``'s rows or columns against its ``english``.
+
+    Only a text whose English names one axis is judged: zh-Hant writes a row
+    列 and a column 欄 or 行, zh-Hans a row 行 and a column 列.
+    """
+    row, column = bool(_ROW_EN.search(english)), bool(_COLUMN_EN.search(english))
+    if row == column or not CJK.search(text):
+        return None
+    lie, hang = _axis_words(_LIE, text), _axis_words(_HANG, text)
+    lan = len(_LAN.findall(text))
+    if language == "zh-Hant":
+        if column and lie and not (lan or hang):
+            return "a column written 列 (Taiwan: 欄 or 行; 列 is a row)"
+        if row and hang and not lie:
+            return "a row written 行 (Taiwan: 列; 行 is a column)"
+    else:
+        if row and lie and not hang:
+            return "a row written 列 (mainland: 行; 列 is a column)"
+        if column and hang and not lie:
+            return "a column written 行 (mainland: 列; 行 is a row)"
+    return None
+
+
+def axis_findings(root: Path = ROOT) -> dict[str, list[str]]:
+    """Return, per language, a line per text whose rows and columns are swapped."""
+    out: dict[str, list[str]] = {language: [] for language in EDITIONS}
+    for where, english, texts in paired_texts(root):
+        for language, text in texts.items():
+            problem = axis_problem(english, text, language)
+            if problem:
+                out[language].append(f"{language} {where}: {problem}: {text[:60]!r}")
     return out
 
 

@@ -169,7 +169,7 @@ class PreparedLaunch:
     def _launch(self, launch: Any, devices: int, kwargs: dict) -> None:
         try:
             self._result = launch("worker.py", self.num_processes, devices, **kwargs)
-        except BaseException as err:  # noqa: BLE001  (handed to run())
+        except BaseException as err:  # handed to run()
             self._error = err
         finally:
             self._ended.set()

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import psutil
 
+from jaxcourse import load_clock
 from jaxcourse.launch.output import (
     GlooFilter,
     MpiLines,
@@ -99,7 +100,11 @@ def supervise(
     seen: dict[int, psutil.Process] = {}
     workdir = Path(cwd) if cwd is not None else Path.cwd()
     started = time.monotonic()
-    deadline = started + timeout
+    # The timeout counts the time the processes had, as a Check's time limit
+    # does (jaxcourse.load_clock): on a machine whose cores other work holds,
+    # ranks that are slow to start are not called hung. The Check's own
+    # clock watches them too, while the launch runs.
+    clock = load_clock.LoadClock(compiles=False)
     failure: LaunchError | None = None
     ending = False
     gloo = {
@@ -141,6 +146,8 @@ def supervise(
 
     # Every process of this launch, and all they start, carry this tag.
     tag = new_tag()
+    unwatch = load_clock.watch(
+        lambda: [*(p.pid for p in procs if p.returncode is None), *seen])
     try:
         for index, (argv, env) in enumerate(jobs):
             proc = subprocess.Popen(
@@ -175,7 +182,7 @@ def supervise(
             # When one rank dies, its partners soon fail too ("connection
             # closed by peer"): the first to exit is the one to report.
             failed = [(i, codes[i]) for i in list(exits) if codes[i] != 0]
-            timed_out = time.monotonic() > deadline
+            timed_out = clock.overdue(timeout)
             if not failed and not timed_out and any(c is None for c in codes):
                 continue
             running = [i for i, c in enumerate(codes) if c is None]
@@ -205,6 +212,7 @@ def supervise(
         # Whatever happened (including a KeyboardInterrupt from the notebook's
         # stop button), no process of this launch, nor any child of one,
         # outlives it. Harmless when everything has exited already.
+        unwatch()
         end_tree(procs, seen, tag=tag, grace=grace)
         for p in procs:
             for pipe in (p.stdout, p.stderr):

@@ -6,6 +6,7 @@ TEXTS: dict[str, str] = {
     "hint": "Hint",
     "show_solution": "Show solution",
     "hide_solution": "Hide solution",
+    "release_solution_note": "In this class release, **Show solution** stays off until your teacher publishes the solutions (its tooltip says when).",
     "hint_n": "Hint {n} of {total}",
     "no_hints": "This exercise has no hints.",
     "no_more_hints": "No more hints.",
@@ -288,6 +289,7 @@ TEXTS: dict[str, str] = {
     "grading_oom_cells": " in cells {cells}",
     "grading_tamper_write": "it tried to change the course's files ({path}): zero",
     "grading_tamper_read": "it tried to read outside its own folder ({path}): zero",
+    "grading_folder": "the grading folder",
     "grading_tamper_outside": "it tried to write outside its own folder ({path}): "
     "zero",
     "grading_tamper_changed": "the course's files changed while it ran ({files}); "
@@ -303,6 +305,8 @@ TEXTS: dict[str, str] = {
     "grading_borrowed_copy": "borrowed the reference answer: `{name}` is the "
     "course's `{reference}`, run from its installed file, not written in the "
     "notebook: zero",
+    "grading_borrowed_library": "borrowed the reference answer: `{name}` uses "
+    "the course's `{reference}`, which returns this exercise's answer: zero",
     "grading_flag_pasted": "pasted the reference answer",
     "grading_flag_same": "same answer as {others}",
     # The layout explorer (chapter 6).

@@ -7,6 +7,7 @@ TEXTS: dict[str, str] = {
     "hint": "提示",
     "show_solution": "显示解答",
     "hide_solution": "隐藏解答",
+    "release_solution_note": "在这份课堂发布版中，老师公布解答之前，**显示解答**按钮不能使用（把鼠标移到按钮上会显示何时开放）。",
     "hint_n": "提示 {n}／{total}",
     "no_hints": "这题没有提示。",
     "no_more_hints": "没有更多提示了。",
@@ -43,7 +44,7 @@ TEXTS: dict[str, str] = {
     "jit_advice": "程序在 JAX 只有追踪值（tracer）的地方需要具体数值："
     "请改用 jnp 函数与 jnp.where，"
     "不要对数组使用 NumPy、Python 的 if、int() 或 float()",
-    "global_shape_advice": "每个进程的区块形状必须符合全局形状分给它的那一份"
+    "global_shape_advice": "每个进程那一块的形状必须符合全局形状分给它的那一份"
     "（它分到的条数、补齐后的长度）：你补齐的是哪一个轴？全局形状算了几条？",
     "tracer_leak": "有 JAX tracer 逃出了转换"
     "（是否把 jit/grad/vmap 内算出的值存进全局变量？）",
@@ -51,8 +52,8 @@ TEXTS: dict[str, str] = {
     "endless_loop": "是否有永不结束的循环？例如条件永远不变的 `while` 循环",
     "endless_repeat": "数据集是否永远取不完？没有给次数的 `.repeat()` "
     "会无限重复数据集，遍历它就永远不会结束",
-    "endless_collective": "进程是否不同步？集合通信会一直等待已经离开的进程："
-    "每个进程都必须以相同的顺序、相同的次数调用相同的集合通信",
+    "endless_collective": "进程是否不同步？集体运算会一直等待已经离开的进程："
+    "每个进程都必须以相同的顺序、相同的次数调用相同的集体运算",
     "skipped_after_timeout": "略过：先前的测试已超时",
     "returned_none": "返回了 None：是不是忘了 `return`？",
     "returned_type": "返回了 {type}，预期是 {expected}",
@@ -71,9 +72,9 @@ TEXTS: dict[str, str] = {
     "位于索引 {index}：预期 {expected:.4g}，得到 {got:.4g}）",
     "mutated_input": "直接修改了输入（第 {arg} 个参数）；请返回新的值",
     "transposed": "两个轴似乎对调了",
-    # 对学习者编译后程序的量测（judging._measured）。
+    # 对学习者编译后程序的测量（judging._measured）。
     "measured_collectives": "编译后的程序含有 {got}，其实 {expected} 就够了",
-    "measured_bytes": "编译后的程序里每个设备送出 {got} 字节，"
+    "measured_bytes": "编译后的程序里每个设备发送 {got} 字节，"
     "是足够的 {expected} 字节的 {ratio} 倍",
     "measured_share": "一个设备做了 {got} 的工作，其实可以只做 {expected}",
     "count_of": "{n} 个 {name}",
@@ -99,7 +100,7 @@ TEXTS: dict[str, str] = {
     "pattern_negatives": "正值都对，但负值没有被设为零：是不是漏了 relu"
     "（或与 0 取最大值）？",
     "pattern_first_block": "沿第 0 轴的 {n} 个元素中，前 {k} 个正确，"
-    "其余都错：是不是只算了第一个设备的区块，或其他区块没有收集回来？",
+    "其余都错：是不是只算了第一个设备的那一块，或其他块没有收集回来？",
     "echoed_input": "它原封不动地返回了第 {arg} 个参数：算出的结果有返回吗？",
     "reduced_axis": "形状是某个输入沿第 {got} 轴归约后的形状，"
     "预期是沿第 {expected} 轴：轴选错了吗？",
@@ -132,7 +133,7 @@ TEXTS: dict[str, str] = {
     "grading_cell_error": "第 {cell} 个代码单元格引发了 {error}",
     "kernel_gone": "内核（kernel）已重新启动：请重新运行上面的单元格。",
     "explorer": "探索器",
-    "explorer_static": "这是探索器的静态画面：在这个网页上，控制项不会带动任何"
+    "explorer_static": "这是探索器的静态画面：在这个网页上，控件不会带动任何"
                        "计算。要试用它，请把本章当作笔记本打开（页面顶端的火箭"
                        "按钮：Binder 或 Colab），再运行它的单元格。",
     "clear": "清除",
@@ -143,24 +144,24 @@ TEXTS: dict[str, str] = {
     "lr_training_loss": "训练损失",
     "lr_title": "{dataset}：{train:,} 张训练图像，在 {test:,} 张测试图像上量准确率",
     "lr_run": "学习率={lr:.3g}，批次={batch}：测试准确率 {accuracy:.2f}",
-    "lr_text": "学习率探索器：每次训练 {steps} 步 SGD；移动滑杆即重新训练。",
+    "lr_text": "学习率探索器：每次训练 {steps} 步 SGD；移动滑块即重新训练。",
     "loader_per_sample": "逐条转换 + numpy_collate",
     "loader_batched": "整批数组 + BatchSampler",
     "loader_rate": "每秒条数",
     "loader_title": "{dataset}：前 {n:,} 张训练图像",
     "loader_timing": "批次大小 {batch}：逐条每秒 {per_sample:,.0f} 条，整批每秒 "
     "{batched:,.0f} 条（{speedup:.0f} 倍）",
-    "loader_text": "加载器探索器：每次量测读取 {n} 条；"
-    "移动滑杆以量测另一个批次大小。",
+    "loader_text": "加载器探索器：每次测量读取 {n} 条；"
+    "移动滑块以测量另一个批次大小。",
     "elbo_samples": "每步样本数",
     "elbo_step_size": "步长",
-    "elbo_estimate": "ELBO（蒙地卡罗估计）",
+    "elbo_estimate": "ELBO（蒙特卡罗估计）",
     "elbo_mean": "平均 ± 2σ",
     "elbo_true_beta": "真实 β",
     "elbo_coefficient": "系数 j",
     "elbo_title": "本章的数据：{points} 个模拟数据点，{features} 个特征",
     "elbo_fit": "每步 {samples} 个样本，步长 {step:.3g}：最终 ELBO ≈ {elbo:.1f}",
-    "elbo_text": "ELBO 探索器：每次拟合 {steps} 步 SGD；移动滑杆即重新拟合。",
+    "elbo_text": "ELBO 探索器：每次拟合 {steps} 步 SGD；移动滑块即重新拟合。",
     "sharding_mesh": "网格（a×b）",
     "sharding_rows": "P( 第 0 维：",
     "sharding_columns": "，第 1 维：",
@@ -172,15 +173,15 @@ TEXTS: dict[str, str] = {
     "sharding_where": "CPU {ids}：第 0 维 {rows}，第 1 维 {columns}",
     "sharding_local": "{operation}：不需通信（每个设备计算自己的那块）",
     "sharding_communicates": "{operation}：需要通信（{collectives}）",
-    "sharding_invalid": "{spec} 在这里不是有效的配置：{error}",
+    "sharding_invalid": "{spec} 在这里不是有效的布局：{error}",
     "sharding_layout": "{spec} 在 {mesh} 网格上：{layout}",
     "sharding_text": "分片探索器：选择网格、PartitionSpec 与运算；"
-    "配置与其通信随之更新。",
+    "布局与其通信随之更新。",
     "collective": "集体运算",
     "devices": "设备数",
     "collective_entries": "每个设备的元素数",
-    "collective_problem": "{name} 在 {n} 个设备上会把每个区块切成 {n} 等份："
-    "区块长度必须是 {n} 的倍数，而 {length} 不是",
+    "collective_problem": "{name} 在 {n} 个设备上会把每一块切成 {n} 等份："
+    "块长度必须是 {n} 的倍数，而 {length} 不是",
     "collective_head": "{name} 跨 {n} 个设备，每块 {length} 个 float32（{size} "
     "字节）",
     "collective_compiled": "编译成：{collectives}",
@@ -188,18 +189,18 @@ TEXTS: dict[str, str] = {
     "collective_matches": "与集体运算的 NumPy 模型一致：{answer}",
     "yes": "是",
     "no": "否",
-    "collective_sends": "每个设备约送出 {sent} 字节（{blocks:g} 块，单向环）",
+    "collective_sends": "每个设备约发送 {sent} 字节（{blocks:g} 块，单向环）",
     "collective_device": "设备 {d}：{before} -> {after}",
     "collective_more": "，…（共 {n} 个）",
     "collective_text": "集体运算探索器：选择集体运算、设备数与每个设备的元素数；"
-    "每个设备前后的区块、编译出的集体运算与送出的字节随之更新。",
+    "每个设备前后的块、编译出的集体运算与发送的字节随之更新。",
     "split_processes": "进程数",
     "split_devices": "每个进程的设备数",
     "split_batch": "全局批次",
     "split_problem": "{batch} 条无法平均分给 {devices} 个设备（{processes} 个进程 "
     "× {per_process}）：jax.make_array_from_process_local_data 会拒绝这个批次。"
     "请用 {devices} 的倍数：减到 {lower} 条，或补到 {upper} "
-    "条（并遮罩补上的那几条）。",
+    "条（并用掩码遮住补上的那几条）。",
     "split_head_process": "进程",
     "split_head_loads": "加载",
     "split_head_device": "本地设备",
@@ -240,6 +241,7 @@ TEXTS: dict[str, str] = {
     "grading_oom_cells": "，出错的单元格：{cells}",
     "grading_tamper_write": "它试图修改课程的文件（{path}）：零分",
     "grading_tamper_read": "它试图读取自己目录以外的内容（{path}）：零分",
+    "grading_folder": "评分目录",
     "grading_tamper_outside": "它试图写入自己目录以外的地方（{path}）：零分",
     "grading_tamper_changed": "它运行时课程的文件被修改了（{files}），已还原：零分",
     "grading_feedback_title": "反馈：{name}",
@@ -252,6 +254,8 @@ TEXTS: dict[str, str] = {
     "零分",
     "grading_borrowed_copy": "借用了参考答案：`{name}` 是从安装的文件运行的课程 "
     "`{reference}`，不是在笔记本里写的：零分",
+    "grading_borrowed_library": "借用了参考答案：`{name}` 使用了课程的 `{reference}`，"
+    "它返回的就是这道练习的答案：零分",
     "grading_flag_pasted": "粘贴了参考答案",
     "grading_flag_same": "与 {others} 的答案相同",
     # 布局探索器（第 6 章）。
@@ -265,54 +269,54 @@ TEXTS: dict[str, str] = {
     "draw_before": "之前",
     "draw_after": "之后",
     "draw_device": "设备",
-    "draw_title_psum": "psum：每个设备都得到所有区块的和",
-    "draw_title_all_gather": "all_gather（tiled）：每个设备依序得到所有区块",
+    "draw_title_psum": "psum：每个设备都得到所有块的和",
+    "draw_title_all_gather": "all_gather（tiled）：每个设备依序得到所有块",
     "draw_title_psum_scatter": "psum_scatter（tiled）：设备 d 得到和的第"
                               " d 片",
-    "draw_title_all_to_all": "all_to_all（tiled）：设备 d 得到每个区块的"
+    "draw_title_all_to_all": "all_to_all（tiled）：设备 d 得到每一块的"
                             "第 d 片",
-    "draw_title_ppermute": "ppermute：每个设备 d 把自己的区块送给设备 d {"
+    "draw_title_ppermute": "ppermute：每个设备 d 把自己的块送给设备 d {"
                           "sign} {shift}（mod n）",
     "layout_width": "宽度 d",
-    "layout_layers": "区块数",
+    "layout_layers": "块数",
     "layout_batch": "全局批次",
     "layout_mesh": "网格（数据×模型）",
     "layout_layout": "布局",
     "layout_chip": "芯片",
     "layout_params": "参数",
     "layout_state": "每个设备的训练状态（float32）",
-    "layout_sent": "每步每个设备送出的字节（bfloat16）",
+    "layout_sent": "每步每个设备发送的字节（bfloat16）",
     "layout_compute": "计算时间（以 bfloat16 峰值 FLOP/s 计）",
     "layout_comm": "通信时间（bfloat16）",
-    "layout_step": "一步（roofline）",
+    "layout_step": "一步（屋顶线）",
     "layout_bound_compute": "受计算限制",
     "layout_bound_comm": "受通信限制",
     "layout_fits": "放得下",
     "layout_too_big": "放不下",
     "layout_state_line": "{state}（芯片内存 {hbm} 的 {pct}：{verdict}）",
     "layout_source": "依本章的公式计算：训练状态每个参数 16 字节"
-                     "（float32 加 Adam），送出的字节以 bfloat16 计。"
+                     "（float32 加 Adam），发送的字节以 bfloat16 计。"
                      "本章已用小模型编译后的程序验证这些公式。",
     "layout_text": "布局探索器：选择模型、批次、8 个设备的网格、布局与芯片，"
-                   "看每个设备的内存、送出的字节与 roofline "
+                   "看每个设备的内存、发送的字节与屋顶线"
                    "估计的步骤时间。",
     "layout_compiled_memory": "编译后的程序（float32）：每个设备的内存",
     "layout_compiled_memory_line": "参数 {arguments} + 临时缓冲区 {temp}；"
                                   "共 {peak}",
-    "layout_compiled_sent": "编译后的程序（float32）：集体通信",
-    "layout_compiled_sent_line": "{counts}；每个设备送出 {sent}（公式：{for"
+    "layout_compiled_sent": "编译后的程序（float32）：集体运算",
+    "layout_compiled_sent_line": "{counts}；每个设备发送 {sent}（公式：{for"
                                 "mula}）",
-    "layout_source_compiled": "标为“编译后的程序”的项目，是把这一步只依形状（scalin"
+    "layout_source_compiled": "标为“编译后的程序”的各行，是把这一步只依形状（scalin"
                              "g.compile_from_shapes）为 8 个模拟 "
                              "CPU 设备以 float32 编译所得；其余依本章的公式计"
-                             "算，送出的字节以 bfloat16 计。在这个 CPU 上，"
+                             "算，发送的字节以 bfloat16 计。在这个 CPU 上，"
                              "XLA 用 all-reduce 对 FSDP 的梯度求和，"
                              "公式则是 reduce-scatter。",
-    "layout_not_compiled_deep": "超过 {layers} 个区块的模型不在这里编译：编译时间随"
+    "layout_not_compiled_deep": "超过 {layers} 个块的模型不在这里编译：编译时间随"
                                "深度增加。",
     "layout_not_compiled_devices": "没有编译：这个 Jupyter kernel 的设备少于 8"
                                   " 个（请先调用 use_cpu_devices(8)）。",
-    "layout_choice": "宽度 {width}、{layers} 个区块、全局批次 {batch}、"
+    "layout_choice": "宽度 {width}、{layers} 个块、全局批次 {batch}、"
                      "网格 {mesh}、{layout}、{chip}",
     "layout_busy": "正在计算：{choice}……灰色的数字仍是上一个选择的结果。",
     # Transformer 探索器（jaxcourse.exercises.explorers_transformer）。
@@ -323,7 +327,7 @@ TEXTS: dict[str, str] = {
     "tfx_nodes": "节点数",
     "tfx_mesh": "网格（FSDP×TP）",
     "tfx_precision": "精度",
-    "tfx_remat": "重算（remat）策略",
+    "tfx_remat": "重计算（remat）策略",
     "tfx_micro": "微批次数",
     "tfx_params": "参数",
     "tfx_cluster": "集群",
@@ -333,37 +337,37 @@ TEXTS: dict[str, str] = {
     "tfx_state_line": "两步之间 {stored}；一步之中 {step}（加上 {dtype} 的权重副本与"
                       "梯度）",
     "tfx_activations": "每个设备的激活值（remat {remat}，微批次数：{micro}）",
-    "tfx_activations_line": "为反向传播保留 {kept}（每个 token {per_token} × {tokens}"
-                            " 个 token）+ 一个区块的注意力分数 {scores}（float32）",
+    "tfx_activations_line": "为反向传播保留 {kept}（每个词元 {per_token} × {tokens}"
+                            " 个词元）+ 一个块的注意力分数 {scores}（float32）",
     "tfx_gathered": "一步之中 FSDP 收集的权重",
-    "tfx_gathered_line": "{gathered}（{dtype}：完整的嵌入层与输出层，加上一个区块的"
+    "tfx_gathered_line": "{gathered}（{dtype}：完整的嵌入层与输出层，加上一个块的"
                          "权重）",
     "tfx_memory": "每个设备的内存",
     "tfx_memory_line": "{memory}（芯片内存 {hbm} 的 {pct}：{verdict}）",
     "tfx_fits": "放得下",
     "tfx_too_big": "放不下",
-    "tfx_sent": "每步每个设备送出的字节（{dtype}）",
+    "tfx_sent": "每步每个设备发送的字节（{dtype}）",
     "tfx_sent_line": "{sent}（FSDP 的轴上 {data}，TP 的轴上 {model}）",
     "tfx_compute": "计算时间（以 bfloat16 峰值 FLOP/s 计）",
     "tfx_comm": "通信时间",
-    "tfx_step": "一步（roofline）",
+    "tfx_step": "一步（屋顶线）",
     "tfx_bound_compute": "受计算限制",
     "tfx_bound_comm": "受通信限制",
-    "tfx_critical": "每个芯片每个微批次的 token 数",
+    "tfx_critical": "每颗芯片每个微批次的词元数",
     "tfx_critical_line": "{tokens}（超过 {critical} 即受计算限制）",
     "tfx_compiled_memory": "编译后的程序：每个设备的内存",
     "tfx_compiled_memory_line": "参数 {arguments}（公式：{formula}）+ 临时缓冲区 "
                                 "{temp}（公式：{inside}）；XLA 的峰值 {peak}",
-    "tfx_compiled_collectives": "编译后的程序：集体通信（循环主体只算一次）",
+    "tfx_compiled_collectives": "编译后的程序：集体运算（循环主体只算一次）",
     "tfx_compiled_collectives_line": "{counts}（预测：{predicted}）",
     "tfx_source": "依本章的公式计算：训练状态出自 state_bytes 与 bytes_per_param，激"
-                  "活值出自 JAX 依形状追踪列出的保留残差，送出的字节与时间出自 phas"
+                  "活值出自 JAX 依形状追踪列出的保留残差，发送的字节与时间出自 phas"
                   "e_bytes 与 step_time，按每个微批次计算。",
-    "tfx_source_compiled": "标为“编译后的程序”的项目，是把这一步只依形状为模拟的 CP"
+    "tfx_source_compiled": "标为“编译后的程序”的各行，是把这一步只依形状为模拟的 CP"
                            "U 设备编译所得（transformer.compile_step）；其余依本章的"
                            "公式计算。编译后的临时缓冲区包含公式在一步之中计算的部分"
                            "，而且更多：在 CPU 上，XLA 会保留 GPU 或 TPU 的编译器会"
-                           "融合或重用的缓冲区。重算策略会在反向传播时再收集一次权重"
+                           "融合或重用的缓冲区。重计算策略会在反向传播时再收集一次权重"
                            "，所以编译后的程序的 all-gather 比预测的多。",
     "tfx_not_compiled_deep": "超过 {layers} 层的模型设置不在这里编译：编译时间随深度"
                              "增加。",
@@ -374,9 +378,9 @@ TEXTS: dict[str, str] = {
     "tfx_invalid_batch": "{batch} 个序列的全局批次无法分给 {data} 个 FSDP 设备 × "
                          "{micro} 个微批次：请选较大的批次、较少的微批次或较小的网格。",
     "tfx_text": "Transformer 探索器：选择 LLaMA-3 形状的模型设置、集群、网格、精度、"
-                "重算策略与微批次数，看每个设备的内存与芯片内存的比较、送出的字节与"
-                " roofline 估计的步骤时间。",
+                "重计算策略与微批次数，看每个设备的内存与芯片内存的比较、发送的字节与"
+                "屋顶线估计的步骤时间。",
     "tfx_choice": "{config}、{nodes} 个节点的 {chip}、网格 {mesh}、{precision}、"
-                  "remat {remat}、{micro} 个微批次、{batch} × {seq} 个 token",
+                  "remat {remat}、{micro} 个微批次、{batch} × {seq} 个词元",
     "tfx_busy": "正在计算：{choice}……灰色的数字仍是上一个选择的结果。",
 }

@@ -5,6 +5,7 @@ TEXTS: dict[str, str] = {
     "hint": "提示",
     "show_solution": "顯示解答",
     "hide_solution": "隱藏解答",
+    "release_solution_note": "在這份課堂發布版中，老師公布解答之前，**顯示解答**按鈕不能使用（把滑鼠移到按鈕上會顯示何時開放）。",
     "hint_n": "提示 {n}／{total}",
     "no_hints": "這題沒有提示。",
     "no_more_hints": "沒有更多提示了。",
@@ -33,25 +34,25 @@ TEXTS: dict[str, str] = {
     "advice": "{test}：通過，但請注意：{problem}",
     "failed": "{test}：{problem}",
     "expected_got": "預期 {expected}，得到 {got}",
-    "not_attempted": "尚未作答（函式仍然拋出 NotImplementedError）",
+    "not_attempted": "尚未作答（函式仍然丟擲 NotImplementedError）",
     "missing_function": "找不到名為 `{name}` 的函式",
     "not_callable": "`{name}` 是 {type}，不是函式",
-    "raised": "拋出 {error}",
-    "raised_under": "在 {transform} 之下拋出 {error}",
+    "raised": "丟擲 {error}",
+    "raised_under": "在 {transform} 之下丟擲 {error}",
     "jit_advice": "程式在 JAX 只有追蹤值（tracer）的地方需要具體數值："
     "請改用 jnp 函式與 jnp.where，"
     "不要對陣列使用 NumPy、Python 的 if、int() 或 float()",
-    "global_shape_advice": "每個行程的區塊形狀必須符合全域形狀分給它的那一份"
+    "global_shape_advice": "每個行程那一塊的形狀必須符合全域形狀分給它的那一份"
     "（它分到的筆數、補齊後的長度）：你補齊的是哪一個軸？全域形狀算了幾筆？",
     "tracer_leak": "有 JAX tracer 逃出了轉換"
     "（是否把 jit/grad/vmap 內算出的值存進全域變數？）",
     "timeout": "{seconds:g} 秒內沒有完成，已停止：{likely}",
     "endless_loop": "是否有永不結束的迴圈？例如條件永遠不變的 `while` 迴圈",
     "endless_repeat": "資料集是否永遠取不完？沒有給次數的 `.repeat()` "
-    "會無限重複資料集，遍歷它就永遠不會結束",
-    "endless_collective": "行程是否不同步？集合通訊會一直等待已經離開的行程："
-    "每個行程都必須以相同的順序、相同的次數呼叫相同的集合通訊",
-    "skipped_after_timeout": "略過：先前的測試已超時",
+    "會無限重複資料集，走訪它就永遠不會結束",
+    "endless_collective": "行程是否不同步？集體運算會一直等待已經離開的行程："
+    "每個行程都必須以相同的順序、相同的次數呼叫相同的集體運算",
+    "skipped_after_timeout": "略過：先前的測試已逾時",
     "returned_none": "回傳了 None：是不是忘了 `return`？",
     "returned_type": "回傳了 {type}，預期是 {expected}",
     "returned_tracer": "回傳了逃出轉換的 JAX tracer",
@@ -69,9 +70,9 @@ TEXTS: dict[str, str] = {
     "位於索引 {index}：預期 {expected:.4g}，得到 {got:.4g}）",
     "mutated_input": "直接修改了輸入（第 {arg} 個引數）；請回傳新的值",
     "transposed": "兩個軸似乎對調了",
-    # 對學習者編譯後程式的量測（judging._measured）。
+    # 對學習者編譯後程式的測量（judging._measured）。
     "measured_collectives": "編譯後的程式含有 {got}，其實 {expected} 就夠了",
-    "measured_bytes": "編譯後的程式裡每臺裝置送出 {got} 位元組，"
+    "measured_bytes": "編譯後的程式裡每臺裝置傳送 {got} 位元組，"
     "是足夠的 {expected} 位元組的 {ratio} 倍",
     "measured_share": "一臺裝置做了 {got} 的工作，其實可以只做 {expected}",
     "count_of": "{n} 個 {name}",
@@ -97,7 +98,7 @@ TEXTS: dict[str, str] = {
     "pattern_negatives": "正值都對，但負值沒有被設為零：是不是漏了 relu"
     "（或與 0 取最大值）？",
     "pattern_first_block": "沿第 0 軸的 {n} 個元素中，前 {k} 個正確，"
-    "其餘都錯：是不是只算了第一臺裝置的區塊，或其他區塊沒有收集回來？",
+    "其餘都錯：是不是只算了第一臺裝置的那一塊，或其他塊沒有收集回來？",
     "echoed_input": "它原封不動地回傳了第 {arg} 個參數：算出的結果有回傳嗎？",
     "reduced_axis": "形狀是某個輸入沿第 {got} 軸歸約後的形狀，"
     "預期是沿第 {expected} 軸：軸選錯了嗎？",
@@ -147,8 +148,8 @@ TEXTS: dict[str, str] = {
     "loader_title": "{dataset}：前 {n:,} 張訓練影像",
     "loader_timing": "批次大小 {batch}：逐筆每秒 {per_sample:,.0f} 筆，整批每秒 "
     "{batched:,.0f} 筆（{speedup:.0f} 倍）",
-    "loader_text": "載入器探索器：每次量測讀取 {n} 筆；"
-    "移動滑桿以量測另一個批次大小。",
+    "loader_text": "載入器探索器：每次測量讀取 {n} 筆；"
+    "移動滑桿以測量另一個批次大小。",
     "elbo_samples": "每步樣本數",
     "elbo_step_size": "步長",
     "elbo_estimate": "ELBO（蒙地卡羅估計）",
@@ -169,15 +170,15 @@ TEXTS: dict[str, str] = {
     "sharding_where": "CPU {ids}：第 0 維 {rows}，第 1 維 {columns}",
     "sharding_local": "{operation}：不需通訊（每臺裝置計算自己的那塊）",
     "sharding_communicates": "{operation}：需要通訊（{collectives}）",
-    "sharding_invalid": "{spec} 在這裡不是有效的配置：{error}",
+    "sharding_invalid": "{spec} 在這裡不是有效的佈局：{error}",
     "sharding_layout": "{spec} 在 {mesh} 網格上：{layout}",
     "sharding_text": "分片探索器：選擇網格、PartitionSpec 與運算；"
-    "配置與其通訊隨之更新。",
+    "佈局與其通訊隨之更新。",
     "collective": "集體運算",
     "devices": "裝置數",
     "collective_entries": "每臺裝置的元素數",
-    "collective_problem": "{name} 在 {n} 臺裝置上會把每個區塊切成 {n} 等份："
-    "區塊長度必須是 {n} 的倍數，而 {length} 不是",
+    "collective_problem": "{name} 在 {n} 臺裝置上會把每一塊切成 {n} 等份："
+    "塊長度必須是 {n} 的倍數，而 {length} 不是",
     "collective_head": "{name} 跨 {n} 臺裝置，每塊 {length} 個 float32（{size} "
     "位元組）",
     "collective_compiled": "編譯成：{collectives}",
@@ -185,18 +186,18 @@ TEXTS: dict[str, str] = {
     "collective_matches": "與集體運算的 NumPy 模型一致：{answer}",
     "yes": "是",
     "no": "否",
-    "collective_sends": "每臺裝置約送出 {sent} 位元組（{blocks:g} 塊，單向環）",
+    "collective_sends": "每臺裝置約傳送 {sent} 位元組（{blocks:g} 塊，單向環）",
     "collective_device": "裝置 {d}：{before} -> {after}",
     "collective_more": "，…（共 {n} 個）",
     "collective_text": "集體運算探索器：選擇集體運算、裝置數與每臺裝置的元素數；"
-    "每臺裝置前後的區塊、編譯出的集體運算與送出的位元組隨之更新。",
+    "每臺裝置前後的塊、編譯出的集體運算與傳送的位元組隨之更新。",
     "split_processes": "行程數",
     "split_devices": "每個行程的裝置數",
     "split_batch": "全域批次",
     "split_problem": "{batch} 筆無法平均分給 {devices} 臺裝置（{processes} 個行程 "
     "× {per_process}）：jax.make_array_from_process_local_data 會拒絕這個批次。"
     "請用 {devices} 的倍數：減到 {lower} 筆，或補到 {upper} "
-    "筆（並遮罩補上的那幾筆）。",
+    "筆（並用遮罩遮住補上的那幾筆）。",
     "split_head_process": "行程",
     "split_head_loads": "載入",
     "split_head_device": "本地裝置",
@@ -237,6 +238,7 @@ TEXTS: dict[str, str] = {
     "grading_oom_cells": "，出錯的儲存格：{cells}",
     "grading_tamper_write": "它試圖修改課程的檔案（{path}）：零分",
     "grading_tamper_read": "它試圖讀取自己目錄以外的內容（{path}）：零分",
+    "grading_folder": "評分目錄",
     "grading_tamper_outside": "它試圖寫入自己目錄以外的地方（{path}）：零分",
     "grading_tamper_changed": "它執行時課程的檔案被修改了（{files}），已還原：零分",
     "grading_feedback_title": "回饋：{name}",
@@ -249,6 +251,8 @@ TEXTS: dict[str, str] = {
     "零分",
     "grading_borrowed_copy": "借用了參考答案：`{name}` 是從安裝的檔案執行的課程 "
     "`{reference}`，不是在筆記本裡寫的：零分",
+    "grading_borrowed_library": "借用了參考答案：`{name}` 使用了課程的 `{reference}`，"
+    "它傳回的就是這道練習的答案：零分",
     "grading_flag_pasted": "貼上了參考答案",
     "grading_flag_same": "與 {others} 的答案相同",
     # 佈局探索器（第 6 章）。
@@ -262,50 +266,50 @@ TEXTS: dict[str, str] = {
     "draw_before": "之前",
     "draw_after": "之後",
     "draw_device": "裝置",
-    "draw_title_psum": "psum：每臺裝置都得到所有區塊的和",
-    "draw_title_all_gather": "all_gather（tiled）：每臺裝置依序得到所有區塊",
+    "draw_title_psum": "psum：每臺裝置都得到所有塊的和",
+    "draw_title_all_gather": "all_gather（tiled）：每臺裝置依序得到所有塊",
     "draw_title_psum_scatter": "psum_scatter（tiled）：裝置 d 得到和的第 d 片",
-    "draw_title_all_to_all": "all_to_all（tiled）：裝置 d 得到每個區塊的第 d 片",
-    "draw_title_ppermute": "ppermute：每臺裝置 d 把自己的區塊送給裝置 "
+    "draw_title_all_to_all": "all_to_all（tiled）：裝置 d 得到每一塊的第 d 片",
+    "draw_title_ppermute": "ppermute：每臺裝置 d 把自己的塊送給裝置 "
                            "d {sign} {shift}（mod n）",
     "layout_width": "寬度 d",
-    "layout_layers": "區塊數",
+    "layout_layers": "塊數",
     "layout_batch": "全域批次",
     "layout_mesh": "網格（資料×模型）",
     "layout_layout": "佈局",
     "layout_chip": "晶片",
     "layout_params": "參數",
     "layout_state": "每個裝置的訓練狀態（float32）",
-    "layout_sent": "每步每個裝置送出的位元組（bfloat16）",
+    "layout_sent": "每步每個裝置傳送的位元組（bfloat16）",
     "layout_compute": "計算時間（以 bfloat16 峰值 FLOP/s 計）",
     "layout_comm": "通訊時間（bfloat16）",
-    "layout_step": "一步（roofline）",
+    "layout_step": "一步（屋頂線）",
     "layout_bound_compute": "受計算限制",
     "layout_bound_comm": "受通訊限制",
     "layout_fits": "放得下",
     "layout_too_big": "放不下",
     "layout_state_line": "{state}（晶片記憶體 {hbm} 的 {pct}：{verdict}）",
     "layout_source": "依本章的公式計算：訓練狀態每個參數 16 位元組"
-                     "（float32 加 Adam），送出的位元組以 bfloat16 計。"
+                     "（float32 加 Adam），傳送的位元組以 bfloat16 計。"
                      "本章已用小模型編譯後的程式驗證這些公式。",
     "layout_compiled_memory": "編譯後的程式（float32）：每個裝置的記憶體",
     "layout_compiled_memory_line": "引數 {arguments} + 臨時緩衝區 {temp}；"
                                    "共 {peak}",
-    "layout_compiled_sent": "編譯後的程式（float32）：集體通訊",
-    "layout_compiled_sent_line": "{counts}；每個裝置送出 {sent}（公式：{formula}）",
-    "layout_source_compiled": "標為「編譯後的程式」的項目，是把這一步只依形狀"
+    "layout_compiled_sent": "編譯後的程式（float32）：集體運算",
+    "layout_compiled_sent_line": "{counts}；每個裝置傳送 {sent}（公式：{formula}）",
+    "layout_source_compiled": "標為「編譯後的程式」的各列，是把這一步只依形狀"
                               "（scaling.compile_from_shapes）為 8 個模擬 CPU 裝置"
-                              "以 float32 編譯所得；其餘依本章的公式計算，送出的"
+                              "以 float32 編譯所得；其餘依本章的公式計算，傳送的"
                               "位元組以 bfloat16 計。在這個 CPU 上，XLA 用 all-reduce "
                               "對 FSDP 的梯度求和，公式則是 reduce-scatter。",
-    "layout_not_compiled_deep": "超過 {layers} 個區塊的模型不在這裡編譯："
+    "layout_not_compiled_deep": "超過 {layers} 個塊的模型不在這裡編譯："
                                 "編譯時間隨深度增加。",
     "layout_not_compiled_devices": "沒有編譯：這個 Jupyter kernel 的裝置少於 8 個"
                                    "（請先呼叫 use_cpu_devices(8)）。",
     "layout_text": "佈局探索器：選擇模型、批次、8 個裝置的網格、佈局與晶片，"
-                   "看每個裝置的記憶體、送出的位元組與 roofline "
+                   "看每個裝置的記憶體、傳送的位元組與屋頂線"
                    "估計的步驟時間。",
-    "layout_choice": "寬度 {width}、{layers} 個區塊、全域批次 {batch}、"
+    "layout_choice": "寬度 {width}、{layers} 個塊、全域批次 {batch}、"
                      "網格 {mesh}、{layout}、{chip}",
     "layout_busy": "正在計算：{choice}……灰色的數字仍是上一個選擇的結果。",
     # Transformer 探索器（jaxcourse.exercises.explorers_transformer）。
@@ -316,7 +320,7 @@ TEXTS: dict[str, str] = {
     "tfx_nodes": "節點數",
     "tfx_mesh": "網格（FSDP×TP）",
     "tfx_precision": "精度",
-    "tfx_remat": "重算（remat）策略",
+    "tfx_remat": "重計算（remat）策略",
     "tfx_micro": "微批次數",
     "tfx_params": "參數",
     "tfx_cluster": "叢集",
@@ -326,38 +330,38 @@ TEXTS: dict[str, str] = {
     "tfx_state_line": "兩步之間 {stored}；一步之中 {step}（加上 {dtype} 的權重"
                       "副本與梯度）",
     "tfx_activations": "每個裝置的啟動值（remat {remat}，微批次數：{micro}）",
-    "tfx_activations_line": "為反向傳播保留 {kept}（每個 token {per_token} × "
-                            "{tokens} 個 token）+ 一個區塊的注意力分數 {scores}"
+    "tfx_activations_line": "為反向傳播保留 {kept}（每個詞元 {per_token} × "
+                            "{tokens} 個詞元）+ 一個塊的注意力分數 {scores}"
                             "（float32）",
     "tfx_gathered": "一步之中 FSDP 收集的權重",
-    "tfx_gathered_line": "{gathered}（{dtype}：完整的嵌入層與輸出層，加上一個區塊的"
+    "tfx_gathered_line": "{gathered}（{dtype}：完整的嵌入層與輸出層，加上一個塊的"
                          "權重）",
     "tfx_memory": "每個裝置的記憶體",
     "tfx_memory_line": "{memory}（晶片記憶體 {hbm} 的 {pct}：{verdict}）",
     "tfx_fits": "放得下",
     "tfx_too_big": "放不下",
-    "tfx_sent": "每步每個裝置送出的位元組（{dtype}）",
+    "tfx_sent": "每步每個裝置傳送的位元組（{dtype}）",
     "tfx_sent_line": "{sent}（FSDP 的軸上 {data}，TP 的軸上 {model}）",
     "tfx_compute": "計算時間（以 bfloat16 峰值 FLOP/s 計）",
     "tfx_comm": "通訊時間",
-    "tfx_step": "一步（roofline）",
+    "tfx_step": "一步（屋頂線）",
     "tfx_bound_compute": "受計算限制",
     "tfx_bound_comm": "受通訊限制",
-    "tfx_critical": "每個晶片每個微批次的 token 數",
+    "tfx_critical": "每顆晶片每個微批次的詞元數",
     "tfx_critical_line": "{tokens}（超過 {critical} 即受計算限制）",
     "tfx_compiled_memory": "編譯後的程式：每個裝置的記憶體",
     "tfx_compiled_memory_line": "引數 {arguments}（公式：{formula}）+ 臨時緩衝區 "
                                 "{temp}（公式：{inside}）；XLA 的峰值 {peak}",
-    "tfx_compiled_collectives": "編譯後的程式：集體通訊（迴圈主體只算一次）",
+    "tfx_compiled_collectives": "編譯後的程式：集體運算（迴圈主體只算一次）",
     "tfx_compiled_collectives_line": "{counts}（預測：{predicted}）",
     "tfx_source": "依本章的公式計算：訓練狀態出自 state_bytes 與 bytes_per_param，"
-                  "啟動值出自 JAX 依形狀追蹤列出的保留殘差，送出的位元組與時間"
+                  "啟動值出自 JAX 依形狀追蹤列出的保留殘差，傳送的位元組與時間"
                   "出自 phase_bytes 與 step_time，按每個微批次計算。",
-    "tfx_source_compiled": "標為「編譯後的程式」的項目，是把這一步只依形狀為模擬的 "
+    "tfx_source_compiled": "標為「編譯後的程式」的各列，是把這一步只依形狀為模擬的 "
                            "CPU 裝置編譯所得（transformer.compile_step）；其餘依本章"
                            "的公式計算。編譯後的臨時緩衝區包含公式在一步之中計算的"
                            "部分，而且更多：在 CPU 上，XLA 會保留 GPU 或 TPU 的編譯器"
-                           "會融合或重用的緩衝區。重算策略會在反向傳播時再收集一次"
+                           "會融合或重用的緩衝區。重計算策略會在反向傳播時再收集一次"
                            "權重，所以編譯後的程式的 all-gather 比預測的多。",
     "tfx_not_compiled_deep": "超過 {layers} 層的模型設定不在這裡編譯：編譯時間隨深度"
                              "增加。",
@@ -368,9 +372,9 @@ TEXTS: dict[str, str] = {
     "tfx_invalid_batch": "{batch} 個序列的全域批次無法分給 {data} 個 FSDP 裝置 × "
                          "{micro} 個微批次：請選較大的批次、較少的微批次或較小的網格。",
     "tfx_text": "Transformer 探索器：選擇 LLaMA-3 形狀的模型設定、叢集、網格、精度、"
-                "重算策略與微批次數，看每個裝置的記憶體與晶片記憶體的比較、送出的"
-                "位元組與 roofline 估計的步驟時間。",
+                "重計算策略與微批次數，看每個裝置的記憶體與晶片記憶體的比較、傳送的"
+                "位元組與屋頂線估計的步驟時間。",
     "tfx_choice": "{config}、{nodes} 個節點的 {chip}、網格 {mesh}、{precision}、"
-                  "remat {remat}、{micro} 個微批次、{batch} × {seq} 個 token",
+                  "remat {remat}、{micro} 個微批次、{batch} × {seq} 個詞元",
     "tfx_busy": "正在計算：{choice}……灰色的數字仍是上一個選擇的結果。",
 }

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jaxcourse import CourseError
+from jaxcourse.cli import MissingToolError
 
 __all__ = [
     "CLIENTS",
@@ -54,7 +55,7 @@ class SlurmError(CourseError):
     """Something about the course's Slurm cluster or a job on it went wrong."""
 
 
-class SlurmUnavailableError(SlurmError):
+class SlurmUnavailableError(SlurmError, MissingToolError):
     """Slurm is not installed here, or the course's cluster is not running."""
 
 

@@ -14,7 +14,9 @@
   completion log, an array one row per task (``sacct -c`` itself knows no
   array: :func:`jaxcourse.slurm.jobs.finished_jobs`).
 
-An error is one line on stderr and exit status 1.
+An error is one line on stderr and exit status 1; Slurm not installed, 3
+(:mod:`jaxcourse.cli`). ``python -m jaxcourse.slurm COMMAND --help`` says
+what each command takes.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jaxcourse.slurm.base import SlurmError, SlurmUnavailableError, client_env, cluster
+from jaxcourse import cli as commandline
+from jaxcourse.slurm.base import SlurmUnavailableError, client_env, cluster
 from jaxcourse.slurm.daemons import start, status, stop
 from jaxcourse.slurm.jobs import finished_jobs, sacct_table
 
@@ -79,45 +82,72 @@ def _sacct(args: list[str]) -> int:
     return 0
 
 
+#: Each command's line in ``--help``.
+_HELP = {
+    "start": "start the cluster (installs nothing; `make cluster` installs Slurm)",
+    "stop": "stop the cluster: only the daemons it started",
+    "status": "say whether the cluster is up (exit code 1 when it is not)",
+    "env": "print the line that points your shell's Slurm commands at it",
+    "sacct": "the finished jobs, an array one row per task (sacct --help)",
+    **{c: f"Slurm's {c} on the course's cluster; what follows is {c}'s "
+          f"({c} --help: its own help)" for c in PASSED_ON},
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = commandline.parser("python -m jaxcourse.slurm",
+                                "The course's own Slurm cluster.")
+    commands = parser.add_subparsers(dest="command", required=True,
+                                     metavar="COMMAND")
+    for name, line in _HELP.items():
+        # sacct and Slurm's commands read their own options (sacct's parser,
+        # Slurm itself): their --help is theirs.
+        own = name not in ("sacct", *PASSED_ON)
+        sub = commands.add_parser(name, help=line, description=line, add_help=own)
+        if name == "start":
+            sub.add_argument("--timeout", type=float, default=60.0,
+                             help="seconds to wait for the nodes to be idle")
+            sub.add_argument("--started-file", type=Path,
+                             help="write 1 there if this call started the "
+                                  "cluster, 0 if it was up")
+    return parser
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m jaxcourse.slurm start|stop|status|env|sacct|squeue|...``."""
+    """``python -m jaxcourse.slurm start|stop|status|env|sacct|squeue|...``.
+
+    Exit codes as every command of the course (:mod:`jaxcourse.cli`): 1 for
+    Slurm's own failure or a cluster that is down, 2 for a bad command line,
+    3 where Slurm is not installed.
+    """
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = argparse.ArgumentParser(prog="python -m jaxcourse.slurm",
-                                     description="The course's own Slurm cluster.")
-    parser.add_argument("command", choices=["start", "stop", "status", "env",
-                                            "sacct", *PASSED_ON])
-    parser.add_argument("--timeout", type=float, default=60.0,
-                        help="(start) seconds to wait for the nodes to be idle")
-    parser.add_argument("--started-file", type=Path,
-                        help="(start) write 1 there if this call started the "
-                             "cluster, 0 if it was up")
     # Everything after sacct or a Slurm command is that command's: argparse
     # would take its options (-j) for ours.
     split = next((i for i, a in enumerate(argv) if a in ("sacct", *PASSED_ON)),
                  len(argv))
-    args = parser.parse_args(argv[:split + 1])
+    args = _parser().parse_args(argv[:split + 1])
     rest = argv[split + 1:]
-    try:
-        if args.command == "start":
-            now = start(args.timeout)
-            if args.started_file is not None:
-                args.started_file.write_text("1\n" if now.started else "0\n")
+    return commandline.run(lambda: _command(args, rest))
+
+
+def _command(args: argparse.Namespace, rest: list[str]) -> int:
+    if args.command == "start":
+        now = start(args.timeout)
+        if args.started_file is not None:
+            args.started_file.write_text("1\n" if now.started else "0\n")
+        print(_reach_it())
+    elif args.command == "stop":
+        stop()
+    elif args.command == "status":
+        now = status()
+        print(now)
+        if now.up:
             print(_reach_it())
-        elif args.command == "stop":
-            stop()
-        elif args.command == "status":
-            now = status()
-            print(now)
-            if now.up:
-                print(_reach_it())
-            return 0 if now.up else 1
-        elif args.command == "env":
-            print(env_line())
-        elif args.command == "sacct":
-            return _sacct(rest)
-        else:
-            return _passed_on(args.command, rest)
-    except SlurmError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        return 0 if now.up else 1
+    elif args.command == "env":
+        print(env_line())
+    elif args.command == "sacct":
+        return _sacct(rest)
+    else:
+        return _passed_on(args.command, rest)
     return 0

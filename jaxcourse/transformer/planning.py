@@ -28,6 +28,7 @@ import jax
 import numpy as np
 
 from jaxcourse import CourseError
+from jaxcourse.cli import add_version
 from jaxcourse.scaling.communication import collective_summary, compiled_collectives
 from jaxcourse.scaling.memory import compiled_memory
 from jaxcourse.scaling.roofline import (
@@ -233,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layers", type=int)
     parser.add_argument("--precision", default="mixed")
     parser.add_argument("--remat", default="full")
+    add_version(parser)
     args = parser.parse_args(argv)
     from jaxcourse.devices import use_cpu_devices
 

@@ -87,10 +87,12 @@ _CONFIG_FLAGS = (
     "jax_numpy_rank_promotion",
 )
 # Modules that never shape what a function returns: the wording and the
-# display of feedback, and this module (its FORMAT number stands for it).
-# Editing them leaves the stores fresh; their own imports are not followed.
+# display of feedback, the course's version number, and this module (its
+# FORMAT number stands for it). Editing them leaves the stores fresh; their
+# own imports are not followed.
 _NOT_OUTPUTS = frozenset({
     f"{_TOP_PACKAGE}.messages",
+    f"{_TOP_PACKAGE}.version",
     f"{_TOP_PACKAGE}.exercises.widgets",
     _MODULE,
 })

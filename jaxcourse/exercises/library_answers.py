@@ -1,0 +1,196 @@
+"""Library functions that return an exercise's answer: using one is borrowing.
+
+The chapters' own tools compute what some exercises ask for (chapter 7's
+``zero_bytes(...)["total"]`` is ``zero_bytes_per_device``'s answer; chapter
+3's ``jax.value_and_grad(bayes.elbo, argnums=(0, 1))`` is
+``elbo_value_and_grad``'s; chapter 1's ``jaxcourse.mlp.one_hot`` is
+``one_hot``'s; chapter 6's ``scaling.state_bytes(...)["total"]`` is
+``state_bytes_per_device``'s). A release ships those tools, since the chapters
+call them, so the grader cannot take them away: it reads each submission's
+notebook, in its own process (nothing the submission runs can change what it
+finds), and an answer that uses one of :data:`LIBRARY_ANSWERS` for its
+exercise is *borrowed*: zero, with the reason
+(:func:`jaxcourse.exercises.borrowing.verdicts`, ``how="library"``).
+
+The table is kept complete by a test that searches each chapter's released
+package for every function whose result equals an exercise's on its cases
+(``tests/test_release_search.py``, which says what the search covers).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from collections.abc import Iterator, Mapping, Sequence
+
+from .answers import python_sources
+
+__all__ = ["LIBRARY_ANSWERS", "library_answer", "library_answers"]
+
+#: Reference (``module.name``) -> the library functions (``module.name``)
+#: whose result, as called, is that exercise's answer.
+LIBRARY_ANSWERS: dict[str, tuple[str, ...]] = {
+    "solutions.mlp.one_hot": ("jaxcourse.mlp.one_hot",),
+    "solutions.bayes.elbo_value_and_grad": ("jaxcourse.bayes.elbo",),
+    "solutions.scaling.state_bytes_per_device": (
+        "jaxcourse.scaling.memory.state_bytes",),
+    "solutions.transformer.count_params": ("jaxcourse.transformer.config.param_count",),
+    "solutions.transformer.flops_per_token": (
+        "jaxcourse.transformer.config.flops_per_token",),
+    "solutions.transformer.zero_bytes_per_device": (
+        "jaxcourse.transformer.memory.zero_bytes",),
+}
+
+
+def _trees(sources: Sequence[str]) -> Iterator[ast.Module]:
+    for source in python_sources(sources):
+        try:
+            yield ast.parse(source)
+        except (SyntaxError, ValueError):
+            continue
+
+
+def _bound(statement: ast.stmt) -> set[str]:
+    """Names a top-level statement binds (definitions, assignments, imports)."""
+    if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return {statement.name}
+    if isinstance(statement, ast.Import | ast.ImportFrom):
+        return {(a.asname or a.name).split(".")[0] for a in statement.names}
+    return {n.id for n in ast.walk(statement)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _imports(trees: list[ast.Module]) -> dict[str, str]:
+    """Return what each imported name stands for: ``alias`` -> ``module.name``."""
+    found = {}
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        found[alias.asname] = alias.name
+                    else:
+                        found[alias.name.split(".")[0]] = alias.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                for alias in node.names:
+                    found[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return found
+
+
+def _dotted(node: ast.AST, imports: Mapping[str, str]) -> str | None:
+    """Return ``a.b.c`` with its first name resolved through ``imports``."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([imports.get(node.id, node.id), *reversed(parts)])
+
+
+def _closure(trees: list[ast.Module], name: str) -> list[ast.stmt]:
+    """Return the top-level statements the learner's ``name`` reads, transitively."""
+    definitions: dict[str, list[ast.stmt]] = {}
+    for tree in trees:
+        for statement in tree.body:
+            if isinstance(statement, ast.Import | ast.ImportFrom):
+                continue  # resolved by _imports
+            for bound in _bound(statement):
+                definitions.setdefault(bound, []).append(statement)
+    needed, todo, found = set(), [name], []
+    while todo:
+        current = todo.pop()
+        if current in needed:
+            continue
+        needed.add(current)
+        for statement in definitions.get(current, []):
+            found.append(statement)
+            todo += [n.id for n in ast.walk(statement) if isinstance(n, ast.Name)]
+    return found
+
+
+def _resolve(dotted: str) -> str | None:
+    """Return ``module.qualname`` of the function ``dotted`` names, if any.
+
+    Only names inside the course's packages are looked up (importing them
+    is what the learner's notebook did anyway): a re-export such as
+    ``jaxcourse.transformer.zero_bytes`` resolves to where it is defined.
+    """
+    if not dotted.startswith(("jaxcourse.", "solutions.")):
+        return None
+    parts = dotted.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        try:
+            value = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for part in parts[cut:]:
+                value = getattr(value, part)
+        except AttributeError:
+            return None
+        module = getattr(value, "__module__", None)
+        qualname = getattr(value, "__qualname__", None)
+        return f"{module}.{qualname}" if module and qualname else None
+    return None
+
+
+def _uses(statements: list[ast.stmt], imports: Mapping[str, str],
+          target: str) -> bool:
+    """Whether ``statements`` refer to the library function ``target``."""
+    short = target.rpartition(".")[2]
+    for statement in statements:
+        for node in ast.walk(statement):
+            dotted = None
+            if isinstance(node, ast.Attribute) and node.attr == short:
+                dotted = _dotted(node, imports)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                dotted = imports.get(node.id)
+            elif isinstance(node, ast.Constant) and node.value == short:
+                return True  # getattr(module, "zero_bytes"): named, not written
+            if dotted is not None and dotted.rpartition(".")[2] == short and \
+                    _resolve(dotted) == target:
+                return True
+    return False
+
+
+def library_answer(sources: Sequence[str], reference: str, name: str) -> str | None:
+    """Return the library function that answers ``reference`` in these cells, if any.
+
+    Parameters
+    ----------
+    sources : sequence of str
+        The notebook's code cells.
+    reference : str
+        The exercise's reference, ``module.name``.
+    name : str
+        The learner's function's name.
+
+    Returns
+    -------
+    str or None
+        The first function of :data:`LIBRARY_ANSWERS` that the learner's
+        function, or what it reads of the notebook's definitions, refers to.
+    """
+    targets = LIBRARY_ANSWERS.get(reference, ())
+    if not targets:
+        return None
+    trees = list(_trees(sources))
+    statements = _closure(trees, name)
+    imports = _imports(trees)
+    return next((t for t in targets if _uses(statements, imports, t)), None)
+
+
+def library_answers(sources: Sequence[str],
+                    exercises: Mapping[str, tuple[str, str]]) -> dict[str, str]:
+    """Return, by exercise id, the library function its answer uses (if any).
+
+    ``exercises`` maps an id to its reference (``module.name``) and the
+    learner's function's name.
+    """
+    found = {}
+    for exercise_id, (reference, name) in exercises.items():
+        hit = library_answer(sources, reference, name)
+        if hit is not None:
+            found[exercise_id] = hit
+    return found

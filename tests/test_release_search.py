@@ -1,0 +1,143 @@
+"""A release holds nothing that answers an exercise without a flag.
+
+For each chapter, in a fresh process with the chapter's devices
+(``tests/release_search.py``, whose docstring says what the search covers),
+every public function that a class release ships (the chapter tools, and the
+content package less the answer functions it withholds) is tried as a
+learner's whole answer, alone or through a simple pattern (one entry of the
+dictionary it returns, ``jax.value_and_grad`` over its first arguments);
+each that the grader's own judge scores 1 on every case is a *hit*. Each hit,
+written as a notebook made only of that call, must be flagged as borrowing
+by the grader (:mod:`jaxcourse.exercises.library_answers`); and the answer
+functions themselves are withheld in a release (``tests/test_release.py``)
+and in the copy a submission runs against (``tests/test_grading_borrowed.py``).
+
+Chapter 8 is left out: its cases launch processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jaxcourse import course
+from jaxcourse.exercises import get
+from jaxcourse.exercises.library_answers import LIBRARY_ANSWERS, library_answer
+from jaxcourse.exercises.registry import _REGISTRY
+
+ROOT = Path(__file__).resolve().parents[1]
+KEYS = [t.key for t in course.topics() if t.key != "multiprocess"]
+
+
+def _cells(exercise_id: str, function: str, pattern: str) -> list[str]:
+    """A notebook made only of the call: the import, and the learner's function."""
+    module, _, name = function.rpartition(".")
+    exercise = get(exercise_id)
+    learner = exercise.function_name
+    if pattern.startswith("value_and_grad"):
+        argnums = pattern.split("=", 1)[1][:-1]  # "(0, 1))" -> "(0, 1)"
+        body = f"{learner} = jax.value_and_grad({name}, argnums={argnums})\n"
+    else:
+        index = "" if pattern == "call" else pattern
+        body = (f"def {learner}(*args, **kwargs):\n"
+                f"    return {name}(*args, **kwargs){index}\n")
+    return ["import jax\n", f"from {module} import {name}\n", body]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", KEYS)
+def test_no_released_function_answers_an_exercise_unflagged(key: str) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, str(ROOT / "tests" / "release_search.py"),
+                           key], capture_output=True, text=True, env=env,
+                          timeout=1500, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    hits = json.loads(done.stdout.strip().splitlines()[-1])
+    print(f"\n{key}: {len(hits)} released functions answer an exercise: {hits}")
+    unflagged = []
+    for exercise_id, function, pattern in hits:
+        reference = get(exercise_id).reference
+        flagged = library_answer(_cells(exercise_id, function, pattern),
+                                 f"{reference.__module__}.{reference.__name__}",
+                                 get(exercise_id).function_name)
+        if flagged is None:
+            unflagged.append((exercise_id, function, pattern))
+    assert not unflagged, unflagged
+
+
+def test_the_table_names_real_functions_and_references() -> None:
+    from jaxcourse.exercises.library_answers import _resolve
+
+    for key in KEYS:
+        course.load(key)
+    references = {f"{e.reference.__module__}.{e.reference.__name__}"
+                  for e in _REGISTRY.values()}
+    for reference, functions in LIBRARY_ANSWERS.items():
+        assert reference in references, reference
+        for function in functions:
+            assert _resolve(function) == function, function
+
+
+@pytest.mark.parametrize(("cells", "found"), [
+    # The issue's notebook: the library's own total.
+    (["from jaxcourse import transformer\n",
+      "def zero_bytes_per_device(cfg, stage, devices, precision):\n"
+      "    return transformer.zero_bytes(cfg, stage, devices, precision)['total']\n"],
+     "jaxcourse.transformer.memory.zero_bytes"),
+    # Through an alias and a helper of the notebook's own.
+    (["import jaxcourse.transformer as T\n",
+      "def _mine(*a):\n    return T.zero_bytes(*a)\n",
+      "def zero_bytes_per_device(cfg, stage, devices, precision):\n"
+      "    return _mine(cfg, stage, devices, precision)['total']\n"],
+     "jaxcourse.transformer.memory.zero_bytes"),
+    # The name built at run time still names it.
+    (["import jaxcourse.transformer as T\n",
+      "def zero_bytes_per_device(cfg, stage, devices, precision):\n"
+      "    f = getattr(T, 'zero_bytes')\n"
+      "    return f(cfg, stage, devices, precision)['total']\n"],
+     "jaxcourse.transformer.memory.zero_bytes"),
+    # An honest answer: a function of its own that happens to be called elbo.
+    (["import jax\nfrom jaxcourse.bayes import log_joint\n",
+      "def elbo_value_and_grad(loc, log_scale, eps, all_x, y):\n"
+      "    def elbo(a, b):\n"
+      "        return jax.vmap(log_joint, (0, None, None, None))(\n"
+      "            a + jax.numpy.exp(b) * eps, all_x, y, 10.0).mean()\n"
+      "    return jax.value_and_grad(elbo, argnums=(0, 1))(loc, log_scale)\n"],
+     None),
+])
+def test_the_grader_reads_a_library_answer_from_the_notebook(cells, found) -> None:
+    exercise = {"zero_bytes_per_device": "solutions.transformer.zero_bytes_per_device",
+                "elbo_value_and_grad": "solutions.bayes.elbo_value_and_grad"}
+    name = next(n for n in exercise if n in cells[-1])
+    assert library_answer(cells, exercise[name], name) == found
+
+
+def test_the_grader_zeroes_a_library_answer(tmp_path: Path) -> None:
+    """From the notebook's file, in the grading process: borrowed, with the reason."""
+    import nbformat
+
+    from jaxcourse.exercises.borrowing import verdicts
+    from jaxcourse.exercises.grading_local import _add_library_answers
+
+    exercise_id = "bayes.elbo_value_and_grad"
+    course.load("bayes")
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import jax\nimport jaxcourse.bayes as b\n"),
+        nbformat.v4.new_code_cell(
+            "elbo_value_and_grad = jax.value_and_grad(b.elbo, argnums=(0, 1))\n")])
+    path = tmp_path / "borrows.ipynb"
+    nbformat.write(notebook, path)
+    report: dict = {"exercises": {}, "borrowed": {}}
+    _add_library_answers(report, path, [exercise_id])
+    assert report["borrowed"] == {exercise_id: {"how": "library",
+                                                "reference": "jaxcourse.bayes.elbo"}}
+    [sentence] = verdicts(report, [exercise_id]).values()
+    assert sentence == ("borrowed the reference answer: `elbo_value_and_grad` uses "
+                        "the course's `jaxcourse.bayes.elbo`, which returns this "
+                        "exercise's answer: zero")
