@@ -6,7 +6,9 @@ TEXTS: dict[str, str] = {
     "hint": "Hint",
     "show_solution": "Show solution",
     "hide_solution": "Hide solution",
-    "release_solution_note": "In this class release, **Show solution** stays off until your teacher publishes the solutions (its tooltip says when).",
+    "release_solution_note": (
+        "In this class release, **Show solution** stays off until your "
+        "teacher publishes the solutions (its tooltip says when)."),
     "hint_n": "Hint {n} of {total}",
     "no_hints": "This exercise has no hints.",
     "no_more_hints": "No more hints.",

@@ -7,7 +7,8 @@ TEXTS: dict[str, str] = {
     "hint": "提示",
     "show_solution": "显示解答",
     "hide_solution": "隐藏解答",
-    "release_solution_note": "在这份课堂发布版中，老师公布解答之前，**显示解答**按钮不能使用（把鼠标移到按钮上会显示何时开放）。",
+    "release_solution_note": ("在这份课堂发布版中，老师公布解答之前，"
+                              "**显示解答**按钮不能使用（把鼠标移到按钮上会显示何时开放）。"),
     "hint_n": "提示 {n}／{total}",
     "no_hints": "这题没有提示。",
     "no_more_hints": "没有更多提示了。",

@@ -5,7 +5,8 @@ TEXTS: dict[str, str] = {
     "hint": "提示",
     "show_solution": "顯示解答",
     "hide_solution": "隱藏解答",
-    "release_solution_note": "在這份課堂發布版中，老師公布解答之前，**顯示解答**按鈕不能使用（把滑鼠移到按鈕上會顯示何時開放）。",
+    "release_solution_note": ("在這份課堂發布版中，老師公布解答之前，"
+                              "**顯示解答**按鈕不能使用（把滑鼠移到按鈕上會顯示何時開放）。"),
     "hint_n": "提示 {n}／{total}",
     "no_hints": "這題沒有提示。",
     "no_more_hints": "沒有更多提示了。",
