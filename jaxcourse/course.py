@@ -31,6 +31,7 @@ __all__ = [
     "NoCourseError",
     "Topic",
     "content_folders",
+    "content_packages",
     "load",
     "topic",
     "topics",
@@ -116,6 +117,16 @@ def topic(key: str) -> Topic:
 def load(key: str) -> ModuleType:
     """Import topic ``key``'s module, which registers its exercises."""
     return importlib.import_module(topic(key).module)
+
+
+def content_packages() -> tuple[str, ...]:
+    """Return the names of the packages that hold the topics (the content)."""
+    names: list[str] = []
+    for item in topics():
+        name = item.module.split(".", 1)[0]
+        if name not in names:
+            names.append(name)
+    return tuple(names)
 
 
 def content_folders() -> list[Path]:

@@ -171,6 +171,23 @@ def _quiet_stderr() -> Iterator[list[str]]:
             kept.extend(sink.read().decode("utf-8", "replace").splitlines())
 
 
+def _without_persistent_cache() -> None:
+    """Turn JAX's persistent compilation cache off for the rest of this process.
+
+    JAX 0.10.2 writes a compile-only TPU executable into the cache but cannot
+    read it back ("PjRtCompiler must be constructed with a Client to call
+    DeserializeLoadedExecutable"): the second run of a notebook would fail on
+    its own cache. A process that compiles for a slice therefore compiles
+    everything afresh; ``reset_cache`` makes JAX read the setting again.
+    """
+    import jax
+    from jax._src import compilation_cache
+
+    if jax.config.jax_enable_compilation_cache:
+        jax.config.update("jax_enable_compilation_cache", False)
+        compilation_cache.reset_cache()
+
+
 def slice_devices(name: str) -> list:
     """Return the compile-only devices of the TPU slice ``name``.
 
@@ -212,6 +229,7 @@ def slice_devices(name: str) -> list:
                 xla_client.load_pjrt_plugin_dynamically("tpu", path)
             topology = xla_bridge.make_pjrt_tpu_topology(wanted.topology)
             devices = list(topology._make_compile_only_devices())
+        _without_persistent_cache()
     except (RuntimeError, _jax.JaxRuntimeError) as error:
         if "lockfile" in str(error):
             raise SliceError(_LOCKED) from None

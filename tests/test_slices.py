@@ -92,7 +92,8 @@ def test_a_mesh_must_cover_the_slice():
 @pytest.mark.parametrize("name", ["v5e 2x4", "v5p 2x2x2", "v6e 2x4"])
 def test_usable_hbm_is_what_the_compiler_says(name):
     devices = slices.slice_devices(name)
-    mesh = jax.sharding.Mesh(devices, ("x",))
+    mesh = jax.sharding.Mesh(devices, ("x",),
+                             axis_types=(jax.sharding.AxisType.Explicit,))
     huge = jax.ShapeDtypeStruct((len(devices) * 1024, 2**25), jnp.float32,
                                 sharding=NamedSharding(mesh, P("x")))
     with pytest.raises(Exception, match="RESOURCE_EXHAUSTED") as error:

@@ -37,6 +37,8 @@ import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
+from jaxcourse.course import content_packages
+
 from . import references
 from .references import writer
 from .registry import _REGISTRY, exercise_ids
@@ -79,8 +81,11 @@ def _origin(function: object) -> tuple[str, str] | None:
     return None  # a lambda or a nested function: inside one that is withheld
 
 
-def answer_functions(package: str = "solutions") -> dict[str, set[str]]:
+def answer_functions(package: str | None = None) -> dict[str, set[str]]:
     """Return, by module of ``package``, the answer functions it defines.
+
+    ``package`` is by default every package that holds the course's topics
+    (:func:`jaxcourse.course.content_packages`).
 
     Every registered exercise's reference and every named mistake's function
     (every topic imported first), where it is a top-level function of a
@@ -88,11 +93,12 @@ def answer_functions(package: str = "solutions") -> dict[str, set[str]]:
     calls is not one: the chapters use it.
     """
     exercise_ids()
+    packages = (package,) if package else content_packages()
     found: dict[str, set[str]] = {}
     for exercise in _REGISTRY.values():
         for function in (exercise.reference, *(m.function for m in exercise.mistakes)):
             origin = _origin(function)
-            if origin and origin[0].split(".", 1)[0] == package:
+            if origin and origin[0].split(".", 1)[0] in packages:
                 found.setdefault(origin[0], set()).add(origin[1])
     return found
 

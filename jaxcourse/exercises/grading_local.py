@@ -166,11 +166,7 @@ def _add_library_answers(report: dict, path: Path, ids: list[str]) -> None:
     except Exception:  # unreadable: its row already says so
         return
     sources = [c.source for c in notebook.cells if c.cell_type == "code"]
-    exercises = {}
-    for exercise_id in ids:
-        reference = get(exercise_id).reference
-        exercises[exercise_id] = (f"{reference.__module__}.{reference.__name__}",
-                                  get(exercise_id).function_name)
+    exercises = {exercise_id: get(exercise_id).function_name for exercise_id in ids}
     found = library_answers(sources, exercises)
     if not found:
         return

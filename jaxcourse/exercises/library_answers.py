@@ -27,18 +27,16 @@ from .answers import python_sources
 
 __all__ = ["LIBRARY_ANSWERS", "library_answer", "library_answers"]
 
-#: Reference (``module.name``) -> the library functions (``module.name``)
-#: whose result, as called, is that exercise's answer.
+#: Exercise id -> the library functions (``module.name``) whose result, as
+#: called, is that exercise's answer. Keyed by id, as the engine names
+#: exercises everywhere, never by the content package's module paths.
 LIBRARY_ANSWERS: dict[str, tuple[str, ...]] = {
-    "solutions.mlp.one_hot": ("jaxcourse.mlp.one_hot",),
-    "solutions.bayes.elbo_value_and_grad": ("jaxcourse.bayes.elbo",),
-    "solutions.scaling.state_bytes_per_device": (
-        "jaxcourse.scaling.memory.state_bytes",),
-    "solutions.transformer.count_params": ("jaxcourse.transformer.config.param_count",),
-    "solutions.transformer.flops_per_token": (
-        "jaxcourse.transformer.config.flops_per_token",),
-    "solutions.transformer.zero_bytes_per_device": (
-        "jaxcourse.transformer.memory.zero_bytes",),
+    "mlp.one_hot": ("jaxcourse.mlp.one_hot",),
+    "bayes.elbo_value_and_grad": ("jaxcourse.bayes.elbo",),
+    "scaling.state_bytes_per_device": ("jaxcourse.scaling.memory.state_bytes",),
+    "transformer.count_params": ("jaxcourse.transformer.config.param_count",),
+    "transformer.flops_per_token": ("jaxcourse.transformer.config.flops_per_token",),
+    "transformer.zero_bytes_per_device": ("jaxcourse.transformer.memory.zero_bytes",),
 }
 
 
@@ -116,7 +114,10 @@ def _resolve(dotted: str) -> str | None:
     is what the learner's notebook did anyway): a re-export such as
     ``jaxcourse.transformer.zero_bytes`` resolves to where it is defined.
     """
-    if not dotted.startswith(("jaxcourse.", "solutions.")):
+    from jaxcourse.course import content_packages
+
+    packages = ("jaxcourse", *content_packages())
+    if not dotted.startswith(tuple(f"{p}." for p in packages)):
         return None
     parts = dotted.split(".")
     for cut in range(len(parts) - 1, 0, -1):
@@ -154,15 +155,15 @@ def _uses(statements: list[ast.stmt], imports: Mapping[str, str],
     return False
 
 
-def library_answer(sources: Sequence[str], reference: str, name: str) -> str | None:
+def library_answer(sources: Sequence[str], exercise_id: str, name: str) -> str | None:
     """Return the library function that answers ``reference`` in these cells, if any.
 
     Parameters
     ----------
     sources : sequence of str
         The notebook's code cells.
-    reference : str
-        The exercise's reference, ``module.name``.
+    exercise_id : str
+        The exercise's id, e.g. ``"mlp.one_hot"``.
     name : str
         The learner's function's name.
 
@@ -172,7 +173,7 @@ def library_answer(sources: Sequence[str], reference: str, name: str) -> str | N
         The first function of :data:`LIBRARY_ANSWERS` that the learner's
         function, or what it reads of the notebook's definitions, refers to.
     """
-    targets = LIBRARY_ANSWERS.get(reference, ())
+    targets = LIBRARY_ANSWERS.get(exercise_id, ())
     if not targets:
         return None
     trees = list(_trees(sources))
@@ -182,15 +183,14 @@ def library_answer(sources: Sequence[str], reference: str, name: str) -> str | N
 
 
 def library_answers(sources: Sequence[str],
-                    exercises: Mapping[str, tuple[str, str]]) -> dict[str, str]:
+                    exercises: Mapping[str, str]) -> dict[str, str]:
     """Return, by exercise id, the library function its answer uses (if any).
 
-    ``exercises`` maps an id to its reference (``module.name``) and the
-    learner's function's name.
+    ``exercises`` maps an id to the learner's function's name.
     """
     found = {}
-    for exercise_id, (reference, name) in exercises.items():
-        hit = library_answer(sources, reference, name)
+    for exercise_id, name in exercises.items():
+        hit = library_answer(sources, exercise_id, name)
         if hit is not None:
             found[exercise_id] = hit
     return found

@@ -256,7 +256,7 @@ TEXTS: dict[str, str] = {
     "grading_borrowed_copy": "借用了参考答案：`{name}` 是从安装的文件运行的课程 "
     "`{reference}`，不是在笔记本里写的：零分",
     "grading_borrowed_library": "借用了参考答案：`{name}` 使用了课程的 `{reference}`，"
-    "它返回的就是这道练习的答案：零分",
+    "它传回的就是这道练习的答案：零分",
     "grading_flag_pasted": "粘贴了参考答案",
     "grading_flag_same": "与 {others} 的答案相同",
     # 布局探索器（第 6 章）。
