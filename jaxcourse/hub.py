@@ -27,8 +27,8 @@ Notebook As…). The teacher's home holds a notebook whose cells call
 ``submitted/<chapter>/<student>.ipynb``) and :func:`grade` (the course's
 grader, :func:`jaxcourse.exercises.grading.grade`, which prints the table).
 
-``start`` runs JupyterHub in a PID namespace of its own (bubblewrap,
-:func:`jaxcourse.exercises.isolation.pid_namespace`), which every process
+``start`` runs JupyterHub in a PID namespace of its own (util-linux's
+``unshare``, :func:`jaxcourse.exercises.isolation.pid_namespace`), which every process
 it starts inherits and none can leave. ``stop`` ends what ``start`` started
 and nothing else: the hub by its recorded pid (checked against its start
 time, so a reused pid is never signalled), which stops the servers and the
@@ -168,22 +168,22 @@ def _bin(name: str) -> Path:
     return path
 
 
-def _bwrap() -> str:
-    """Return bubblewrap, which gives the hub its own PID namespace; or say why not.
+def _unshare() -> str:
+    """Return util-linux's ``unshare``, which gives the hub its own PID namespace.
 
     Without one, a process the hub started could leave every group, session
     and tag (``setsid``, a double fork, a cleared environment) and outlive
-    ``make hub-stop``.
+    ``make hub-stop``. Says why not where it cannot.
     """
     from .exercises import isolation
 
-    reason = isolation.unavailable_reason()
-    bwrap = isolation.program()
-    if reason is not None or bwrap is None:
+    unshare = shutil.which("unshare")
+    reason = isolation.pid_namespace_reason(unshare)
+    if reason is not None or unshare is None:
         raise HubToolMissingError(
-            f"the hub runs in a PID namespace of its own (bubblewrap), so that "
-            f"`make hub-stop` ends everything it started: {reason}")
-    return bwrap
+            f"the hub runs in a PID namespace of its own (util-linux's unshare), so "
+            f"that `make hub-stop` ends everything it started: {reason}")
+    return unshare
 
 
 def _config() -> dict:
@@ -352,7 +352,7 @@ def start(port: int = DEFAULT_PORT, state: Path | None = None,
         return hub
     proxy, jupyterhub = _proxy(), _bin("jupyterhub")
     singleuser = _bin("jupyterhub-singleuser")
-    bwrap = _bwrap()
+    unshare = _unshare()
     with socket.socket() as s:
         if s.connect_ex(("127.0.0.1", port)) == 0:
             raise HubError(f"port {port} on 127.0.0.1 is taken: choose another "
@@ -385,7 +385,7 @@ def start(port: int = DEFAULT_PORT, state: Path | None = None,
     from .exercises.isolation import pid_namespace
 
     process = subprocess.Popen(
-        pid_namespace([str(jupyterhub), "-f", str(CONFIG)], bwrap),
+        pid_namespace([str(jupyterhub), "-f", str(CONFIG)], unshare),
         cwd=state, env=env, stdout=log, stderr=subprocess.STDOUT,
         start_new_session=True)
     log.close()
@@ -434,7 +434,7 @@ def stop(state: Path | None = None) -> list[int]:
         with contextlib.suppress(psutil.Error):
             process = psutil.Process(hub.pid)
             ended.append(hub.pid)
-            if process.name() == "bwrap":
+            if process.name() in ("unshare", "bwrap"):
                 ended += end_namespace(process, grace=STOP_S)
             else:  # a hub that an earlier version started outside one
                 process.send_signal(signal.SIGTERM)
@@ -519,7 +519,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Exit codes as every command of the course (:mod:`jaxcourse.cli`): 1 when
     the hub or the grading failed, 2 for a bad command line, 3 when a program
-    it needs (JupyterHub, the proxy, bubblewrap) is missing.
+    it needs (JupyterHub, the proxy, unshare, bubblewrap) is missing.
     """
     parser = commandline.parser("python -m jaxcourse.hub", __doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -28,8 +28,8 @@ while it is being ended cannot slip through.
 The three nets search for processes, and a child that clears its
 environment, calls ``setsid`` and forks twice where no subreaper waits
 escapes them all. What must end with certainty runs in a PID namespace of
-its own instead (bubblewrap: the grader's wall, nbgrader's kernel, the local
-hub): nothing can leave one, and :func:`end_namespace` ends every process in
+its own instead (bubblewrap: the grader's wall, nbgrader's kernel; util-linux's
+unshare: the local hub): nothing can leave one, and :func:`end_namespace` ends every process in
 it by killing its init.
 """
 
@@ -123,20 +123,23 @@ def reap_adopted(before: Iterable[int]) -> list[int]:
 def end_namespace(outer: psutil.Process, grace: float = 0.0) -> list[int]:
     """End every process of the PID namespace that ``outer`` made; return their pids.
 
-    ``outer`` is a ``bwrap --unshare-pid`` process (its command line from
-    :func:`jaxcourse.exercises.isolation.pid_namespace`); its only child is
-    the namespace's init. When that init dies, the kernel kills every other
-    process in the namespace: nothing inside can leave it, whatever session,
-    parent or environment it gave itself, so no search, tag or tree walk is
-    needed. With ``grace``, the init's own children (the service itself) get
-    SIGTERM first and that long to stop on their own.
+    ``outer`` is the ``unshare`` process of
+    :func:`jaxcourse.exercises.isolation.pid_namespace` (or a ``bwrap
+    --unshare-pid`` one); its only child is the namespace's init. When that
+    init dies, the kernel kills every other process in the namespace: nothing
+    inside can leave it, whatever session, parent or environment it gave
+    itself, so no search, tag or tree walk is needed. With ``grace``, the
+    service gets SIGTERM first and that long to stop on its own: the init
+    itself under ``unshare`` (the service is the init), the init's children
+    under bwrap (whose init does not pass signals on).
 
     Parameters
     ----------
     outer : psutil.Process
-        The bwrap process (checked by the caller to be the one it started).
+        The ``unshare`` or ``bwrap`` process (checked by the caller to be the
+        one it started).
     grace : float
-        Seconds between SIGTERM to the init's children and SIGKILL to the init.
+        Seconds between SIGTERM to the service and SIGKILL to the init.
 
     Returns
     -------
@@ -152,7 +155,7 @@ def end_namespace(outer: psutil.Process, grace: float = 0.0) -> list[int]:
         leaders = []
         for init in inits:
             with contextlib.suppress(psutil.Error):
-                leaders += init.children()
+                leaders += init.children() if init.name() == "bwrap" else [init]
         for proc in leaders:
             with contextlib.suppress(psutil.Error):
                 proc.send_signal(signal.SIGTERM)

@@ -316,7 +316,7 @@ def test_grading_a_folder(tmp_path: Path, capsys) -> None:
     assert "argmax along axis 0" in partly_feedback
 
     csv_path, json_path = grading.write_tables(rows, tmp_path / "out")
-    lines = csv_path.read_text().splitlines()
+    lines = csv_path.read_text(encoding="utf-8-sig").splitlines()
     assert lines[0] == "submission,mlp.relu,mlp.one_hot,mlp.accuracy,mlp.update," \
         "total,status,reason"
     assert lines[2].startswith("b_partly,1,1,0.4,0,2.4,graded")

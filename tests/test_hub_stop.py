@@ -7,7 +7,7 @@ forks twice (so no process group, session or parent leads to it) still ends
 with ``jaxcourse.hub.stop``: the namespace ends, and every process in it.
 The process is placed there with ``nsenter``, as the hub's own spawner
 places its servers and their kernels. Needs the hub (``make setup``) and
-bubblewrap; no browser.
+util-linux's unshare; no browser.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def test_hub_stop_ends_a_process_that_left_its_session_and_environment(
     started = course_hub.start(_free_port(), state)
     try:
         outer = psutil.Process(started.pid)
-        assert outer.name() == "bwrap", "the hub does not run in a namespace of its own"
+        assert outer.name() == "unshare", "the hub does not run in a namespace of its own"
         [init] = outer.children()
         # Into the hub's namespaces (user, then PID), as its spawner's children.
         subprocess.run([nsenter, "--target", str(init.pid), "--user", "--pid",

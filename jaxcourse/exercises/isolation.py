@@ -50,6 +50,7 @@ __all__ = [
     "found",
     "home_hidden",
     "pid_namespace",
+    "pid_namespace_reason",
     "program",
     "refusal",
     "shown",
@@ -213,21 +214,50 @@ def wrap(command: Sequence[str], layout: Layout, decoys: Path, bwrap: str,
     return [*args, "--", *command]
 
 
-def pid_namespace(command: Sequence[str], bwrap: str) -> list[str]:
+def pid_namespace(command: Sequence[str], unshare: str) -> list[str]:
     """Return ``command`` run in a PID namespace of its own, and nothing else walled.
 
     For a service that must keep the file system and the network (the local
     JupyterHub), but whose every process must end when it is stopped: every
     process it starts, in whatever session, however often it forks, and
     whatever it does to its environment, stays in the namespace, and all of
-    them end when the namespace's first process (bwrap's init, the only
-    child of the process this command starts) does
-    (:func:`jaxcourse.processes.end_namespace`). A user namespace comes with
-    it (an ordinary user needs one to make a PID namespace); it maps the
-    user to itself, so files keep their owner.
+    them end when the namespace's first process (``command`` itself, the only
+    child of the ``unshare`` process this starts) does
+    (:func:`jaxcourse.processes.end_namespace`), or when ``unshare`` is
+    killed (``--kill-child``). A user namespace comes with it (an ordinary
+    user needs one to make a PID namespace); it maps the user to itself, so
+    files keep their owner.
+
+    util-linux's ``unshare``, not bubblewrap: the grader walls each submission
+    in with bubblewrap, which mounts a new ``/proc`` in a user namespace
+    nested in this one, and the kernel allows that only where a ``/proc``
+    is already fully visible (fs/namespace.c, ``mount_too_revealing``).
+    ``unshare --mount-proc`` mounts a bare one; bubblewrap's own ``--proc``
+    covers parts of it read-only, and a grader started under it fails with
+    "Can't mount proc on /newroot/proc: Operation not permitted".
     """
-    return [bwrap, "--unshare-user", "--unshare-pid", "--bind", "/", "/",
-            "--dev-bind", "/dev", "/dev", "--proc", "/proc", "--", *command]
+    return [unshare, "--user", "--map-current-user", "--pid", "--fork",
+            "--mount-proc", "--kill-child", "--", *command]
+
+
+def pid_namespace_reason(unshare: str | None) -> str | None:
+    """Say in one line why :func:`pid_namespace` cannot run here, or ``None``.
+
+    A probe runs ``true`` in one: util-linux 2.38 or later (``--map-current-user``)
+    and a kernel that lets this user make user and PID namespaces.
+    """
+    if unshare is None:
+        return "unshare (util-linux) was not found"
+    try:
+        probe = subprocess.run(pid_namespace(["true"], unshare), capture_output=True,
+                               text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"{unshare} did not run: {error}"
+    if probe.returncode != 0:
+        said = " ".join(probe.stderr.split())[:300] or f"exit status {probe.returncode}"
+        return (f"{unshare} could not make a PID namespace ({said}); it needs "
+                "util-linux 2.38 or later and unprivileged user namespaces")
+    return None
 
 
 def found(layout: Layout, decoys: Path) -> list[str]:
