@@ -29,8 +29,8 @@ The three nets search for processes, and a child that clears its
 environment, calls ``setsid`` and forks twice where no subreaper waits
 escapes them all. What must end with certainty runs in a PID namespace of
 its own instead (bubblewrap: the grader's wall, nbgrader's kernel; util-linux's
-unshare: the local hub): nothing can leave one, and :func:`end_namespace` ends every process in
-it by killing its init.
+unshare: the local hub): nothing can leave one, and :func:`end_namespace`
+ends every process in it by killing its init.
 """
 
 from __future__ import annotations

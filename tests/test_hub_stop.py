@@ -70,7 +70,8 @@ def test_hub_stop_ends_a_process_that_left_its_session_and_environment(
     started = course_hub.start(_free_port(), state)
     try:
         outer = psutil.Process(started.pid)
-        assert outer.name() == "unshare", "the hub does not run in a namespace of its own"
+        assert outer.name() == "unshare", \
+            "the hub does not run in a namespace of its own"
         [init] = outer.children()
         # Into the hub's namespaces (user, then PID), as its spawner's children.
         subprocess.run([nsenter, "--target", str(init.pid), "--user", "--pid",
