@@ -546,8 +546,8 @@ register(
         chapter=CHAPTER,
         reference=job_ending,
         cases=[
-            Case("one job of each kind, jobs 1000 to 1008 (each answer compared as "
-                 "its index in ENDINGS and in FIXES)", job_calls(9, first=1000),
+            Case("one job of each kind, jobs 1000 to 1008 (each ending and fix "
+                 "compared by its name)", job_calls(9, first=1000),
                  runner=each_call(ending_choice), dtype="any"),
             Case("27 jobs from a random number on (seed 21)", job_calls(27),
                  runner=each_call(ending_choice), seed=21, dtype="any"),

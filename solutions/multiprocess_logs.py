@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from jaxcourse.exercises.observation import Choice, choice
+
 __all__ = ["ENDINGS", "FIXES", "KINDS", "ending_choice", "job_calls", "job_log",
            "sacct_line"]
 
@@ -325,16 +327,14 @@ def job_calls(count: int | None = None, first: int | None = None
     return build
 
 
-def ending_choice(out: Any) -> dict[str, np.int32]:
-    """Extract: the answer ``(ending, fix)`` as its indices in ENDINGS and FIXES."""
+def ending_choice(out: Any) -> dict[str, Choice]:
+    """Extract: the answer ``(ending, fix)``, each compared by its name.
+
+    Two entries, so that the feedback says which of the two is wrong ("entry
+    'fix': expected 'add --kill-on-bad-exit=1', got ..."); a name outside
+    ENDINGS or FIXES is simply not the expected one.
+    """
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise ValueError(f"{out!r} is not a pair (ending, fix)")
     ending, fix = out
-    if ending not in ENDINGS:
-        raise ValueError(f"{ending!r} is not one of ENDINGS {ENDINGS}")
-    if fix not in FIXES:
-        raise ValueError(f"{fix!r} is not one of FIXES {FIXES}")
-    # Two entries, not one array of two: no pattern across them (such as "off
-    # by a constant") can be read into a pair of unrelated choices.
-    return {"ending": np.int32(ENDINGS.index(ending)),
-            "fix": np.int32(FIXES.index(fix))}
+    return {"ending": choice(ending), "fix": choice(fix)}

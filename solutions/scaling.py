@@ -319,8 +319,7 @@ register(
             remat_case(Size(256, 4), 512, 10_485_760),
             remat_case(Size(256, 4), 512, 2_097_152),
             remat_case(Size(256, 4), 512, 1e6),
-            Case("24 random sizes, batches and budgets (each compared as the index "
-                 "in REMAT_POLICIES, None as 3); " + RANDOM, remat_calls(),
+            Case("24 random sizes, batches and budgets; " + RANDOM, remat_calls(),
                  runner=each_call(remat_choice), dtype="any"),
         ],
         hints=[
@@ -363,7 +362,7 @@ register(
                  lambda rng: (*params_inputs(Size(32, 3))(rng), 4),
                  runner=placed_shards(4, 2)),
             Case("8 random trees of arrays of rank 0 to 3 and n = 2, 4 or 8: each "
-                 "array's spec as codes, keyed by n and its shape; the first wrong "
+                 "array's spec, keyed by n and its shape; the first wrong "
                  "one is named", random_trees(), runner=tree_rule_codes),
         ],
         hints=[
@@ -517,8 +516,7 @@ register(
             best_case(WIDE, 4096, 10e6),
             best_case(WIDE, 16384, 40e6),
             best_case(WIDE, 16384, 6e6),
-            Case("24 random sizes, batches and budgets (each compared as [index "
-                 "in LAYOUTS, data, model], None as [-1, 0, 0]); " + RANDOM,
+            Case("24 random sizes, batches and budgets; " + RANDOM,
                  best_layout_calls(), runner=each_call(layout_choice), dtype="any"),
         ],
         hints=[

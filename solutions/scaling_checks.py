@@ -27,6 +27,8 @@ from jax.sharding import PartitionSpec as P
 from jaxcourse import scaling
 from jaxcourse.devices import mesh_devices
 from jaxcourse.exercises import Case, random_calls
+from jaxcourse.exercises.observation import Choice, Spec, choice
+from jaxcourse.exercises.observation import spec as as_spec
 from jaxcourse.numerics import FLOAT32_ROUNDOFF, sum_tolerance
 from solutions.scaling_meshes import MESHES, uses
 from solutions.shard_map_checks import has_shard_map, place, shard_map_used
@@ -35,8 +37,6 @@ from solutions.shard_map_checks import has_shard_map, place, shard_map_used
 Inputs = Callable[[np.random.Generator], tuple]
 #: The remat policies, from the fewest FLOPs (and most memory) to the most.
 REMAT_POLICIES = ("no remat", "checkpoint_dots", "full remat")
-#: What a spec's entry is written as in the checks' output: 0 none, 1 "data", 2 "model".
-AXIS_CODES = {None: 0, scaling.DATA: 1, scaling.MODEL: 2}
 
 
 def grid_mesh(data: int, model: int) -> jax.sharding.Mesh:
@@ -76,23 +76,22 @@ def _matched_specs(params: Any, specs: Any) -> list[P]:
     return found
 
 
-def spec_codes(function: Callable, params: Any) -> list[np.ndarray]:
+def spec_codes(function: Callable, params: Any) -> list[Spec]:
     """Runner: the specs ``function(params)`` returns, padded to each weight's rank.
 
-    Each spec becomes an int array with one entry per dimension (see
-    :data:`AXIS_CODES`): ``P("data")`` and ``P("data", None)`` both give
-    ``[1, 0]`` for a matrix, since they mean the same.
+    Each spec is compared as a spec, dimension by dimension, by the names of
+    its mesh axes (:class:`~jaxcourse.exercises.observation.Spec`):
+    ``P("data")`` and ``P("data", None)`` are the same for a matrix, since
+    they mean the same.
     """
     specs = _matched_specs(params, function(params))
     codes = []
-    for weight, spec in zip(jax.tree.leaves(params), specs, strict=True):
-        if len(spec) > np.ndim(weight):
-            raise ValueError(f"{spec} has {len(spec)} entries for an array of shape "
-                             f"{tuple(np.shape(weight))}: a spec names at most one "
-                             "mesh axis per dimension")
-        entries = tuple(spec) + (None,) * (np.ndim(weight) - len(spec))
-        codes.append(np.array([AXIS_CODES.get(e, 3) if not isinstance(e, tuple)
-                               else 3 for e in entries], dtype=np.int32))
+    for weight, found in zip(jax.tree.leaves(params), specs, strict=True):
+        if len(found) > np.ndim(weight):
+            raise ValueError(f"{found} has {len(found)} entries for an array of "
+                             f"shape {tuple(np.shape(weight))}: a spec names at most "
+                             "one mesh axis per dimension")
+        codes.append(as_spec(found, np.ndim(weight)))
     return codes
 
 
@@ -270,17 +269,13 @@ def program_has_shard_map(function: Callable, *args: Any) -> dict[str, np.ndarra
 # --------------------------------------------------------------------------
 
 
-def layout_choice(out: Any) -> np.ndarray:
-    """Extract: ``(layout, (data, model))`` as ``[index in LAYOUTS, data, model]``.
+def layout_choice(out: Any) -> Choice:
+    """Extract: ``(layout, (data, model))``, or None, compared as it reads.
 
-    ``None`` (nothing fits) is ``[-1, 0, 0]``.
+    A choice, not numbers: ``('FSDP', (8, 1))`` against ``None`` is said as
+    such (a list for a tuple, a NumPy int for an int read the same).
     """
-    if out is None:
-        return np.array([-1, 0, 0], np.int32)
-    name, (data, model) = out
-    if name not in scaling.LAYOUTS:
-        raise ValueError(f"{name!r} is not one of {scaling.LAYOUTS}")
-    return np.array([scaling.LAYOUTS.index(name), int(data), int(model)], np.int32)
+    return choice(out)
 
 
 # --------------------------------------------------------------------------
@@ -327,8 +322,8 @@ def random_trees(count: int = 8) -> Inputs:
 
 
 def tree_rule_codes(function: Callable, trees: list[tuple[dict, int]]
-                    ) -> dict[str, np.ndarray]:
-    """Runner: the specs ``function(tree, n)`` gives each random array, as codes.
+                    ) -> dict[str, Spec]:
+    """Runner: the spec ``function(tree, n)`` gives each random array.
 
     Keyed ``"n=4, (6, 16)"``: the mesh size and the array's shape, all a rule
     may look at (one key per pair; the rule gives each the same answer).
@@ -437,15 +432,13 @@ def remat_calls(count: int = 24) -> Inputs:
     return random_calls("remat_policy", make, show, count)
 
 
-#: What the remat exercise's answers are compared as: their index in this order.
+#: The remat exercise's possible answers: a policy, or None.
 REMAT_CHOICES = (*REMAT_POLICIES, None)
 
 
-def remat_choice(out: Any) -> np.ndarray:
-    """Extract: the policy's index in :data:`REMAT_CHOICES` (``None`` is 3)."""
-    if out not in REMAT_CHOICES:
-        raise ValueError(f"{out!r} is not one of {REMAT_CHOICES}")
-    return np.array(REMAT_CHOICES.index(out), np.int32)
+def remat_choice(out: Any) -> Choice:
+    """Extract: the policy (or None), compared by its name."""
+    return choice(out)
 
 
 def critical_calls(count: int = 24) -> Inputs:
@@ -555,9 +548,8 @@ def state_case(size: scaling.Size, layout: str, data: int, model: int) -> Case:
 def best_case(size: scaling.Size, batch: int, budget: float) -> Case:
     """Return a best_layout case: a size, a batch and a budget."""
     return Case(f"Size(width={size.width}, layers={size.layers}), batch {batch}, "
-                f"budget {budget / 1e6:g} MB (compared as [index in LAYOUTS, data, "
-                "model])", numbers(size, batch, budget), extract=layout_choice,
-                dtype="any")
+                f"budget {budget / 1e6:g} MB", numbers(size, batch, budget),
+                extract=layout_choice, dtype="any")
 
 
 def memory_case(size: scaling.Size, batch: int) -> Case:
@@ -571,16 +563,14 @@ def memory_case(size: scaling.Size, batch: int) -> Case:
 def remat_case(size: scaling.Size, batch: int, budget: float) -> Case:
     """Return a remat_policy case: a size, a batch and a budget."""
     return Case(f"Size(width={size.width}, layers={size.layers}), batch {batch}, "
-                f"budget {budget:,.0f} bytes (compared as the index in "
-                "REMAT_POLICIES, None as 3)", numbers(size, batch, budget),
+                f"budget {budget:,.0f} bytes", numbers(size, batch, budget),
                 extract=remat_choice, dtype="any")
 
 
 def specs_case(size: scaling.Size, n: int) -> Case:
-    """Return an fsdp_specs case: the chapter's weights and n, as codes."""
+    """Return an fsdp_specs case: the chapter's weights and n, each spec compared."""
     return Case(f"the specs of Size(width={size.width}, layers={size.layers})'s "
-                f"weights for n = {n}, padded to each weight's rank (0: None, 1: "
-                "'data', 2: 'model')",
+                f"weights for n = {n}, each compared dimension by dimension",
                 lambda rng: (*params_inputs(size)(rng), n),
                 runner=lambda f, params, n: spec_codes(lambda t: f(t, n), params))
 

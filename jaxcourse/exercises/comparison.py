@@ -5,6 +5,11 @@ arrays, see :mod:`jaxcourse.exercises.observation`) beside the reference's
 and says what differs: its structure, a type, a shape, a dtype, NaNs, or its
 values (with the largest difference and where it is), in the exercise's
 language; :func:`where` says which part of a returned value that is. A
+categorical answer (a :class:`~jaxcourse.exercises.observation.Choice`: a
+policy, an ending, None) is compared by its name, and a ``PartitionSpec`` (a
+:class:`~jaxcourse.exercises.observation.Spec`) dimension by dimension, by
+the names of its mesh axes: never as a number, so no pattern of numbers is
+read into them. A
 measurement is said in words (:mod:`~jaxcourse.exercises.measures`), and a
 wrong value's pattern is named (:mod:`~jaxcourse.exercises.patterns`).
 """
@@ -17,7 +22,7 @@ import numpy as np
 
 from ..messages import message, ordinal
 from .measures import MEASURES, _measured
-from .observation import Bad, Node
+from .observation import Bad, Choice, Node, Spec
 from .patterns import _pattern
 from .spec import Case
 
@@ -39,6 +44,10 @@ def _structure(value: Any, language: str = "en") -> str:
         return message("structure_array", language)
     if isinstance(value, Bad):
         return value.type
+    if isinstance(value, Choice):
+        return value.name
+    if isinstance(value, Spec):
+        return f"P({', '.join(value.axes)})"
     inner = ", ".join(_structure(v, language) for v in value.items)
     if value.kind == "list":
         return f"[{inner}]"
@@ -54,6 +63,11 @@ _SEQUENCES = frozenset({"list", "tuple"})
 
 
 def _same_structure(a: Any, b: Any) -> bool:
+    if isinstance(a, (Choice, Spec)) or isinstance(b, (Choice, Spec)):
+        # Choices of any name compare, and with a number (None where a count
+        # was expected, or the reverse); a spec against a spec of any rank.
+        leaves = {type(a), type(b)}
+        return type(a) is type(b) or leaves == {Choice, np.ndarray}
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
     if isinstance(a, Bad) or isinstance(b, Bad):
@@ -108,14 +122,48 @@ def _kind(dtype: np.dtype) -> str:
     return dtype.name
 
 
+def _named(value: Choice | np.ndarray) -> Choice:
+    # A number beside a choice (a count where None was expected) reads as it
+    # is written.
+    return value if isinstance(value, Choice) else Choice(_fmt(value))
+
+
+def _compare_choices(exp: Choice, got: Choice, language: str) -> str:
+    if exp.name == got.name:
+        return ""
+    return message("wrong_choice", language, expected=exp.name, got=got.name)
+
+
+def _axis(name: str, language: str) -> str:
+    return message("spec_whole", language) if name == "None" else message(
+        "spec_over", language, axis=name)
+
+
+def _compare_specs(exp: Spec, got: Spec, language: str) -> str:
+    """Say which dimensions of a spec are split otherwise than expected."""
+    if len(exp.axes) != len(got.axes):
+        return message("spec_rank", language, got=len(got.axes),
+                       expected=len(exp.axes), spec=_structure(got, language))
+    said = [message("spec_dimension", language, dim=dim, got=_axis(g, language),
+                    expected=message("spec_none", language) if e == "None" else e)
+            for dim, (e, g) in enumerate(zip(exp.axes, got.axes, strict=True))
+            if e != g]
+    return message("list_joiner", language).join(said)
+
+
 def compare(expected: Any, got: Any, case: Case, language: str = "en",
-            patterns: bool = True) -> str:
+            patterns: bool = True, devices: int | None = None) -> str:
     """Return what is wrong with ``got`` against ``expected`` ("" if nothing).
 
     With ``patterns``, a difference of values is followed by what the wrong
     value has in common with the expected one, where it has something
-    (:func:`_pattern`: a constant factor, an offset, a shift).
+    (:func:`_pattern`: a constant factor, an offset, a shift). ``devices``
+    is how many devices the exercise's cases use (None: unknown): with one,
+    no pattern speaks of devices' blocks.
     """
+    if isinstance(expected, Choice) and isinstance(got, (Choice, np.ndarray)) or \
+            isinstance(got, Choice) and isinstance(expected, np.ndarray):
+        return _compare_choices(_named(expected), _named(got), language)
     if isinstance(got, Bad):
         if got.type == "NoneType":
             return message("returned_none", language)
@@ -135,6 +183,13 @@ def compare(expected: Any, got: Any, case: Case, language: str = "en",
         return message("returned_type", language, type=bad.type,
                        expected=message("array", language))
     for (path, exp), (_, out) in zip(_leaves(expected), _leaves(got), strict=True):
+        if isinstance(exp, (Choice, Spec)) or isinstance(out, Choice):
+            problem = _compare_specs(exp, out, language) if isinstance(
+                exp, Spec) else _compare_choices(_named(exp), _named(out), language)
+            if problem:
+                return message("at_path", language, where=where(path, language),
+                               problem=problem) if path else problem
+            continue
         problem = _compare_arrays(exp, out, case, language)
         measure = next((label for label in path if label in MEASURES), None)
         if problem and measure and exp.shape == out.shape and (
@@ -147,7 +202,7 @@ def compare(expected: Any, got: Any, case: Case, language: str = "en",
             return message("at_path", language, where=where(rest, language),
                            problem=said) if rest else said
         if problem and patterns:
-            pattern = _pattern(exp, out, case, language)
+            pattern = _pattern(exp, out, case, language, devices)
             problem += f" — {pattern}" if pattern else ""
         if problem:
             return message("at_path", language, where=where(path, language),

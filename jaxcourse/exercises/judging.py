@@ -157,13 +157,15 @@ def _verdict(
                 n_small=case.sizes[0], n_large=case.sizes[1],
             )
     else:
-        problem = compare(expected.value, got.value, case, lang)
+        problem = compare(expected.value, got.value, case, lang,
+                          devices=exercise.devices)
         if problem:
             mistake = _diagnose(exercise, index, got)
             if mistake:
                 # A known mistake says more than a pattern: it alone follows.
                 problem = compare(expected.value, got.value, case, lang,
-                                  patterns=False) + " — " + mistake
+                                  patterns=False,
+                                  devices=exercise.devices) + " — " + mistake
             elif " — " not in problem:
                 relation = _from_inputs(expected.value, got, lang)
                 problem += f" — {relation}" if relation else ""

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Bad", "Node", "Observation"]
+__all__ = ["Bad", "Choice", "Node", "Observation", "Spec", "choice", "spec"]
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,72 @@ class Bad:
     """A returned leaf that is not an array (None, a string, a tracer...)."""
 
     type: str
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A categorical answer (a policy, an ending, a fix, None), by its name.
+
+    ``name`` is how the answer reads in Python (``'no remat'``, ``None``):
+    two choices are equal when their names are, and a wrong one is said as
+    "expected 'no remat', got 'full remat'", never as an index into a list.
+    An exercise's ``extract`` makes one with :func:`choice`.
+    """
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A ``PartitionSpec``: for each dimension, the mesh axis it is split over.
+
+    ``axes`` holds, per dimension, the axis as Python writes it (``'model'``,
+    ``None`` for a dimension kept whole, ``('data', 'model')``), padded with
+    ``None`` to the array's rank, so that ``P('data')`` and ``P('data', None)``
+    of a matrix are the same. Compared dimension by dimension, by name.
+    """
+
+    axes: tuple[str, ...]
+
+
+def choice(value: Any) -> Choice:
+    """Return ``value`` (a name, names and numbers, None) as a :class:`Choice`.
+
+    Numbers are written as Python ints or floats (a NumPy ``int32(8)`` reads
+    ``8``), so that an answer built from NumPy values reads as one built from
+    Python's.
+    """
+    return Choice(_plain_repr(value)[:200])
+
+
+def spec(entries: Any, rank: int | None = None) -> Spec:
+    """Return a ``PartitionSpec`` (or any sequence of axis entries) as a :class:`Spec`.
+
+    ``rank``, when given, pads it with ``None`` to that many dimensions. An
+    entry that is a tuple of one axis is that axis (``('model',)`` is
+    ``'model'``) and an empty tuple is ``None``, as JAX reads them.
+    """
+    axes = []
+    for entry in tuple(entries):
+        if isinstance(entry, tuple) and len(entry) <= 1:
+            entry = entry[0] if entry else None
+        axes.append(_plain_repr(entry)[:60])
+    if rank is not None:
+        axes += ["None"] * (rank - len(axes))
+    return Spec(tuple(axes))
+
+
+def _plain(value: Any) -> Any:
+    # NumPy scalars as Python's, tuples and lists inside as tuples.
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (tuple, list)):
+        return tuple(_plain(v) for v in value)
+    return value
+
+
+def _plain_repr(value: Any) -> str:
+    return repr(_plain(value))
 
 
 @dataclass(frozen=True)
@@ -100,6 +166,10 @@ def _encode(value: Any) -> Any:
     if isinstance(value, Node):
         return {"t": value.kind, "items": [_encode(v) for v in value.items],
                 "keys": list(value.keys)}
+    if isinstance(value, Choice):
+        return {"t": "choice", "name": value.name}
+    if isinstance(value, Spec):
+        return {"t": "spec", "axes": list(value.axes)}
     return {"t": "bad", "type": value.type}
 
 
@@ -117,4 +187,8 @@ def _decode(data: Any) -> Any:
                     tuple(str(k) for k in data["keys"]))
     if t == "bad":
         return Bad(str(data["type"])[:60])
+    if t == "choice":
+        return Choice(str(data["name"])[:200])
+    if t == "spec":
+        return Spec(tuple(str(a)[:60] for a in data["axes"][:16]))
     raise ValueError(f"unexpected value tag {t!r}")

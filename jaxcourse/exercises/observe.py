@@ -28,7 +28,7 @@ import numpy as np
 
 from .case_limits import case_time_limits
 from .mode import WARM_UP_ENV
-from .observation import Bad, Node, Observation
+from .observation import Bad, Choice, Node, Observation, Spec
 from .spec import Case, Exercise
 from .time_limit import TimeLimitError, call_with_time_limit, time_left
 from .time_limit import _TimeUp as _TimeUp
@@ -58,6 +58,8 @@ def _to_value(out: Any) -> Any:
     """Turn a returned object into a tree of Node, np.ndarray and Bad."""
     if isinstance(out, jax.core.Tracer):
         return Bad("tracer")
+    if isinstance(out, (Choice, Spec)):  # made by an exercise's extract
+        return out
     if isinstance(out, (jax.Array, np.ndarray, np.generic)):
         return np.array(out)
     if isinstance(out, (bool, int, float, complex)):

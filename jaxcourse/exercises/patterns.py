@@ -30,14 +30,38 @@ def _factor(k: float, language: str) -> tuple[str, bool]:
     return message("factor_other", language, k=k), False
 
 
-def _pattern(exp: np.ndarray, got: np.ndarray, case: Case, language: str) -> str:
+#: Whole factors between one number and another that have a cause of their
+#: own, said where the factor is met: 8 bits to a byte, 100 to a percent.
+_SCALAR_CAUSES = {8: "cause_bits", 100: "cause_percent"}
+
+
+def _one_number(k: float, factor: str, language: str) -> str:
+    """Say a factor between two single numbers, and its cause where it has one.
+
+    A single number has no mean to take: a sum for a mean, or the device
+    count, are guesses that fit any factor. Only the factors whose cause is
+    plain (:data:`_SCALAR_CAUSES`) are given one; any other is only said.
+    """
+    whole = round(k if k >= 1 else 1 / k)
+    cause = _SCALAR_CAUSES.get(whole) if abs(
+        (k if k >= 1 else 1 / k) - whole) <= 1e-3 * whole else None
+    said = message("pattern_factor_one", language, factor=factor)
+    return said + message(cause, language) if cause else said
+
+
+def _pattern(exp: np.ndarray, got: np.ndarray, case: Case, language: str,
+             devices: int | None = None) -> str:
     """Name what a wrong value has in common with the expected one ("" if nothing).
 
     Only for real numbers of the same shape that differ: every value scaled by
-    one factor (a sum for a mean, a factor of the device count), with the wrong
-    sign, off by one constant or by the same values along an axis (a bias or a
-    location left out), or moved along an axis (a ring shifted the wrong way).
-    Random differences match none of these, so nothing is named for them.
+    one factor (a sum for a mean, a factor of the device count; for a single
+    number, only bits for bytes or a percent have a cause said), with the
+    wrong sign, off by one constant or by the same values along an axis (a
+    bias or a location left out), or moved along an axis (a ring shifted the
+    wrong way). A block of rows right and the rest wrong is a device's block
+    only where the exercise has devices: ``devices`` (None: not known) is
+    how many its cases use. Random differences match none of these, so
+    nothing is named for them.
     """
     if exp.shape != got.shape or exp.size < 1 or exp.dtype.kind not in "fiu" \
             or got.dtype.kind not in "fiu":
@@ -60,8 +84,14 @@ def _pattern(exp: np.ndarray, got: np.ndarray, case: Case, language: str) -> str
             factor, whole = _factor(k, language)
             # One number is always some multiple of another: only a whole
             # factor (or its inverse) says something there.
-            if e.size > 1 or whole:
-                return message("pattern_factor", language, factor=factor)
+            if e.size == 1 and whole:
+                return _one_number(k, factor, language)
+            if e.size > 1:
+                # A sum for a mean (or the reverse) is a slip along an axis of
+                # many values; the device count, only where there are devices.
+                key = "pattern_factor" if devices is None or devices > 1 else \
+                    "pattern_factor_no_devices"
+                return message(key, language, factor=factor)
     if e.size == 1:
         return ""
     if (e >= 0).all() and (g < 0).any() and close(np.maximum(g, 0), e):
@@ -71,7 +101,8 @@ def _pattern(exp: np.ndarray, got: np.ndarray, case: Case, language: str) -> str
         k = int(np.argmin(rows)) if not rows.all() else 0
         # Right up to row k, wrong from there on, in equal blocks: one
         # device's block (or a few) computed, the others' not.
-        if k and not rows[k:].any() and e.shape[0] % k == 0:
+        if k and not rows[k:].any() and e.shape[0] % k == 0 and (
+                devices is None or devices > 1):
             return message("pattern_first_block", language, k=k, n=e.shape[0])
     diff = g - e
     if close(diff, np.full_like(diff, diff.mean())):

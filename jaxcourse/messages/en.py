@@ -119,6 +119,22 @@ TEXTS: dict[str, str] = {
     "pattern_factor": "every value is {factor} the expected one: a sum where a "
     "mean was needed (or the reverse), or a stray factor such as the device "
     "count or the batch size?",
+    "pattern_factor_no_devices": "every value is {factor} the expected one: a "
+    "sum where a mean was needed (or the reverse), or a stray factor such as a "
+    "count or a size?",
+    "pattern_factor_one": "the value is {factor} the expected one",
+    "cause_bits": ": bits where bytes were meant (8 to a byte), or a count of 8 "
+    "written in where another was given?",
+    "cause_percent": ": a percent where a fraction was meant (not divided by "
+    "100), or the reverse?",
+    # A categorical answer, by its name; a PartitionSpec, by dimension.
+    "wrong_choice": "expected {expected}, got {got}",
+    "spec_dimension": "dimension {dim} is {got}, expected {expected}",
+    "spec_over": "sharded over {axis}",
+    "spec_whole": "whole (None)",
+    "spec_none": "None (kept whole)",
+    "spec_rank": "the spec {spec} has {got} entries where the array has {expected} "
+    "dimensions",
     "factor_times": "{n} times",
     "factor_part": "1/{n} of",
     "factor_other": "{k:.4g} times",

@@ -95,6 +95,18 @@ TEXTS: dict[str, str] = {
     "list_joiner": "、",
     "pattern_factor": "每个值都是预期值的 {factor}：是不是该取平均的地方做"
     "了求和（或反过来），或多乘了设备数、批次大小之类的因子？",
+    "pattern_factor_no_devices": "每个值都是预期值的 {factor}：是不是该取平均的"
+    "地方做了求和（或反过来），或多乘了某个数量或大小？",
+    "pattern_factor_one": "这个值是预期值的 {factor}",
+    "cause_bits": "：是不是把比特当成了字节（1 字节是 8 比特），"
+    "或在该用给定数量的地方写死了 8？",
+    "cause_percent": "：是不是该用分数的地方用了百分比（没有除以 100），或反过来？",
+    "wrong_choice": "预期 {expected}，得到 {got}",
+    "spec_dimension": "第 {dim} 维{got}，预期 {expected}",
+    "spec_over": "沿 {axis} 切分",
+    "spec_whole": "未切分（None）",
+    "spec_none": "None（不切分）",
+    "spec_rank": "spec {spec} 有 {got} 项，但数组有 {expected} 维",
     "factor_times": "{n} 倍",
     "factor_part": "{n} 分之一",
     "factor_other": "{k:.4g} 倍",

@@ -93,6 +93,18 @@ TEXTS: dict[str, str] = {
     "list_joiner": "、",
     "pattern_factor": "每個值都是預期值的 {factor}：是不是該取平均的地方做了加總"
     "（或反過來），或多乘了裝置數、批次大小之類的因子？",
+    "pattern_factor_no_devices": "每個值都是預期值的 {factor}：是不是該取平均的"
+    "地方做了加總（或反過來），或多乘了某個數量或大小？",
+    "pattern_factor_one": "這個值是預期值的 {factor}",
+    "cause_bits": "：是不是把位元當成了位元組（1 位元組是 8 位元），"
+    "或在該用給定數量的地方寫死了 8？",
+    "cause_percent": "：是不是該用分數的地方用了百分比（沒有除以 100），或反過來？",
+    "wrong_choice": "預期 {expected}，得到 {got}",
+    "spec_dimension": "第 {dim} 維{got}，預期 {expected}",
+    "spec_over": "沿 {axis} 切分",
+    "spec_whole": "未切分（None）",
+    "spec_none": "None（不切分）",
+    "spec_rank": "spec {spec} 有 {got} 項，但陣列有 {expected} 維",
     "factor_times": "{n} 倍",
     "factor_part": "{n} 分之一",
     "factor_other": "{k:.4g} 倍",
