@@ -65,6 +65,8 @@ from solutions.sharding_checks import (
     placed,
     product_operands,
     product_runner,
+    products_runner,
+    random_products,
     two_layers,
     values,
     with_mesh,
@@ -364,6 +366,10 @@ register(
                  "(1,536 bytes)",
                  product_operands(4, "devices", PRODUCT_ON_4),
                  runner=product_runner, seed=2),
+            Case("8 random shapes on the 8-device mesh 'X', batches from 24 to "
+                 "192 rows on both sides of w's columns: at most the bytes of "
+                 "gathering the smaller operand; the first call that sends more "
+                 "is named", random_products(), runner=products_runner, seed=3),
         ],
         hints=[
             "Run x @ w first and read the error: the product would be split by "
@@ -389,6 +395,14 @@ register(
                     "one whole operand is enough", wrong.gather_both),
             Mistake("you gather the larger operand: compare the sizes the other "
                     "way round", wrong.larger_gathered),
+            Mistake("you compared the batch with the contracted dimension "
+                    "(x's two dimensions): the operands are m × k and k × n, so "
+                    "the batch m is to be weighed against w's columns n "
+                    "(x.size against w.size)", wrong.batch_against_contracted,
+                    cases=(-1,)),
+            Mistake("a fixed number of rows decides here: which operand is "
+                    "smaller depends on both shapes, x.size against w.size, "
+                    "whatever the batch", wrong.hundred_rows, cases=(-1,)),
             Mistake("moving w to a split by rows is an all-to-all, and the "
                     "product then still gathers w: gather the smaller operand "
                     "once instead", wrong.w_by_rows),

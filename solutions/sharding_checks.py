@@ -336,4 +336,57 @@ def product_runner(function, x, w):
     return {"product": np.asarray(out), "bytes_sent": max(sent, least_bytes(x, w))}
 
 
+#: The random products' shapes, in turns: each (m, k, n) has a batch of m on
+#: one side of a boundary a rule fitted to the shown cases may draw and the
+#: other side of the true one (x.size <= w.size, that is m <= n).
+_PRODUCT_TURNS = (
+    # m > k but m < n: comparing the batch with the contracted dimension
+    # gathers w, the larger.
+    lambda r: (8 * r(5, 13), 8 * r(1, 5), 8 * r(14, 33)),
+    # m >= 100 but m < n: a threshold of 100 rows gathers w, the larger.
+    lambda r: (8 * r(13, 25), 8 * r(2, 17), 8 * r(26, 41)),
+    # m < 100 but m > n: the same threshold gathers x, the larger.
+    lambda r: (8 * r(6, 13), 8 * r(2, 17), 8 * r(1, 5)),
+    # m < k but m > n: the batch against the contracted dimension gathers x.
+    lambda r: (8 * r(3, 9), 8 * r(10, 33), 8 * r(1, 3)),
+)
+
+
+def random_products(count: int = 8) -> Inputs:
+    """Return inputs: ``count`` random products on an 8-device Explicit mesh 'X'.
+
+    The shapes take turns across the boundaries a wrong rule draws (see
+    :data:`_PRODUCT_TURNS`): the batch against the contracted dimension, a
+    fixed number of rows (100); x and w are split as in the shown cases.
+    """
+    def make(rng: np.random.Generator) -> tuple:
+        mesh = explicit_mesh((8,), ("X",))
+        calls = []
+        for turn in range(count):
+            m, k, n = _PRODUCT_TURNS[turn % len(_PRODUCT_TURNS)](
+                lambda lo, hi: int(rng.integers(lo, hi)))
+            x = rng.integers(-3, 4, size=(m, k)).astype(np.float32)
+            w = rng.integers(-3, 4, size=(k, n)).astype(np.float32)
+            with jax.set_mesh(mesh):
+                calls.append((f"x ({m}, {k}), w ({k}, {n})",
+                              jax.device_put(x, P("X", None)),
+                              jax.device_put(w, P(None, "X"))))
+        return (calls,)
+
+    return make
+
+
+def products_runner(function, calls) -> dict[str, dict[str, float]]:
+    """Runner: the bytes ``function(x, w)`` sends per device, for each random call.
+
+    Only the bytes: the shown cases check the values, and the rule (which
+    operand to gather) is what the random shapes try.
+    """
+    found = {}
+    for label, x, w in calls:
+        _, sent = compiled_bytes(function, x, w)
+        found[label] = {"bytes_sent": max(sent, least_bytes(x, w))}
+    return found
+
+
 COLLECTIVES_TEXT = ", ".join(COLLECTIVES)

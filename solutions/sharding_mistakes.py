@@ -132,3 +132,17 @@ def larger_gathered(x, w):
     if x.size > w.size:
         return jax.reshard(x, P()) @ w
     return x @ jax.reshard(w, P())
+
+
+def batch_against_contracted(x, w):
+    """Compare x's rows with the contracted dimension: w's columns are the ones."""
+    if x.shape[0] <= x.shape[1]:
+        return jax.reshard(x, P()) @ w
+    return x @ jax.reshard(w, P())
+
+
+def hundred_rows(x, w):
+    """Gather x for a batch under 100 rows, w for a larger one: a fixed threshold."""
+    if x.shape[0] < 100:
+        return jax.reshard(x, P()) @ w
+    return x @ jax.reshard(w, P())
