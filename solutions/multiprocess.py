@@ -58,15 +58,22 @@ from solutions.multiprocess_harness import (
 )
 from solutions.multiprocess_logs import ending_choice, job_calls
 from solutions.multiprocess_mistakes import (
+    _end_both_timeouts,
+    _end_crash_always_at_once,
     _end_crash_at_the_barrier,
     _end_finish_never,
+    _end_hook_ignored,
     _end_kill_always_at_once,
     _end_raise_exits_at_once,
     _end_timeouts_swapped,
+    _records_epoch_alone,
+    _records_legacy_generator,
     _records_not_shuffled,
+    _records_pair_swapped,
     _records_rows_of_the_whole_order,
     _records_same_every_epoch,
     _records_seed_plus_epoch,
+    _records_stepped_generator,
     _records_whole_batch,
     _rows_ceil,
     _rows_ignoring_remainder,
@@ -494,6 +501,17 @@ register(
                     "rows `rows` of it", _records_whole_batch),
             Mistake("the records are not shuffled: draw the epoch's permutation first",
                     _records_not_shuffled),
+            Mistake("the order ignores the seed, so two runs shuffle alike: seed "
+                    "the generator with [seed, epoch]", _records_epoch_alone),
+            Mistake("[epoch, seed] is another generator than [seed, epoch]: the "
+                    "order of the pair counts", _records_pair_swapped),
+            Mistake("one generator drawn once per epoch gives another order than "
+                    "the one seeded with [seed, epoch], and a resumed run would "
+                    "have to replay every epoch: seed a generator with the pair",
+                    _records_stepped_generator),
+            Mistake("NumPy's legacy generator (np.random.seed, RandomState) draws "
+                    "another permutation: use np.random.default_rng([seed, epoch])",
+                    _records_legacy_generator),
         ],
     ),
     Exercise(
@@ -538,6 +556,15 @@ register(
             Mistake("a process that finished early waits at the shutdown barrier, "
                     "which fails after shutdown_timeout and ends every process",
                     _end_finish_never),
+            Mistake("with the hook, an exception ends the process at once "
+                    "(os._exit(1)): it is gone with an error, as after a crash",
+                    _end_hook_ignored),
+            Mistake("without --kill-on-bad-exit nothing ends the others at once: "
+                    "the coordinator waits heartbeat_timeout for the missing "
+                    "heartbeats", _end_crash_always_at_once),
+            Mistake("the shutdown barrier fails after shutdown_timeout alone: the "
+                    "process waiting there is alive and misses no heartbeat",
+                    _end_both_timeouts),
         ],
     ),
     Exercise(
@@ -591,6 +618,13 @@ register(
             Mistake("JAX logs 'SIGTERM caught' whenever Slurm ends its tasks: under "
                     "--kill-on-bad-exit as on a preemption; the sacct state says "
                     "which", _job_wrong["sigterm_is_preemption"]),
+            Mistake("at the shutdown barrier, an error of the program's own in the "
+                    "log means a process raised and never exited: the fix is to "
+                    "exit at once on an exception; agreeing on the steps is for a "
+                    "process that finished early", _job_wrong["barrier_always_steps"]),
+            Mistake("FAILED says only that the job ended with an error: srun, the "
+                    "heartbeat timeout and the shutdown barrier all give it; the log "
+                    "says which", _job_wrong["failed_is_heartbeat"]),
         ],
     ),
 )

@@ -43,6 +43,30 @@ def _records_not_shuffled(seed, epoch, step, num_records, batch_size, rows):
     return np.arange(num_records)[step * batch_size:(step + 1) * batch_size][rows]
 
 
+def _records_epoch_alone(seed, epoch, step, num_records, batch_size, rows):
+    order = np.random.default_rng(epoch).permutation(num_records)
+    return order[step * batch_size:(step + 1) * batch_size][rows]
+
+
+def _records_pair_swapped(seed, epoch, step, num_records, batch_size, rows):
+    order = np.random.default_rng([epoch, seed]).permutation(num_records)
+    return order[step * batch_size:(step + 1) * batch_size][rows]
+
+
+def _records_stepped_generator(seed, epoch, step, num_records, batch_size, rows):
+    # One generator from the seed, drawn once per epoch up to this one.
+    rng = np.random.default_rng(seed)
+    for _ in range(epoch + 1):
+        order = rng.permutation(num_records)
+    return order[step * batch_size:(step + 1) * batch_size][rows]
+
+
+def _records_legacy_generator(seed, epoch, step, num_records, batch_size, rows):
+    # NumPy's legacy generator (np.random.seed, RandomState) with the pair.
+    order = np.random.RandomState([seed, epoch]).permutation(num_records)
+    return order[step * batch_size:(step + 1) * batch_size][rows]
+
+
 def _end_kill_always_at_once(how, hook, kill, heartbeat, shutdown):
     # --kill-on-bad-exit taken to end the step whatever the process did.
     if kill:
@@ -80,6 +104,27 @@ def _end_finish_never(how, hook, kill, heartbeat, shutdown):
     if _gone_at_once(how, hook):
         return 0.0 if kill else float(heartbeat)
     return float(shutdown)
+
+
+def _end_hook_ignored(how, hook, kill, heartbeat, shutdown):
+    # An exception taken to leave the process alive, with the hook or not.
+    if how == "crash":
+        return 0.0 if kill else float(heartbeat)
+    return float(shutdown)
+
+
+def _end_crash_always_at_once(how, hook, kill, heartbeat, shutdown):
+    # A process that is gone taken to end the others at once, option or not.
+    if _gone_at_once(how, hook):
+        return 0.0
+    return float(shutdown)
+
+
+def _end_both_timeouts(how, hook, kill, heartbeat, shutdown):
+    # The barrier taken to wait for a heartbeat timeout first, then its own.
+    if _gone_at_once(how, hook):
+        return 0.0 if kill else float(heartbeat)
+    return float(heartbeat + shutdown)
 
 
 def _rows_ignoring_remainder(n, index, count):
@@ -153,6 +198,22 @@ def _job_cancelled_is_time_limit(reference, log, sacct):
     return reference(log, sacct)
 
 
+def _job_barrier_always_steps(reference, log, sacct):
+    # Every shutdown barrier taken for processes that did different numbers of
+    # steps.
+    ending, fix = reference(log, sacct)
+    if ending == "shutdown barrier":
+        return ending, "agree on the number of steps"
+    return ending, fix
+
+
+def _job_failed_is_heartbeat(reference, log, sacct):
+    # FAILED taken for the heartbeat timeout.
+    if sacct.split()[2] == "FAILED":
+        return "heartbeat timeout", "add --kill-on-bad-exit=1"
+    return reference(log, sacct)
+
+
 def _job_fixes_swapped(reference, log, sacct):
     # Requeue for a time limit, a new job after a preemption.
     ending, fix = reference(log, sacct)
@@ -182,4 +243,5 @@ def job_ending_mistakes(reference: Callable) -> dict[str, Callable]:
     return {m.__name__.removeprefix("_job_"): bind(m) for m in (
         _job_exit_code_alone, _job_barrier_first, _job_any_traceback,
         _job_state_alone, _job_cancelled_is_time_limit, _job_fixes_swapped,
-        _job_sigterm_is_preemption)}
+        _job_sigterm_is_preemption, _job_barrier_always_steps,
+        _job_failed_is_heartbeat)}

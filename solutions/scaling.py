@@ -252,16 +252,24 @@ register(
             Mistake("this is half the state: parameters and gradients only (Adam "
                     "keeps two moments per parameter as well, four copies in all), "
                     "or four copies of 2-byte numbers (the state is float32, 4 "
-                    "bytes)", wrong.state_without_adam),
+                    "bytes)", wrong.state_without_adam, cases=ON_RANDOM),
             Mistake("three copies counted: parameters, gradients and Adam's two "
-                    "moments make four", wrong.state_without_grads),
+                    "moments make four", wrong.state_without_grads, cases=ON_RANDOM),
             Mistake("tensor parallelism splits the weights over 'model' only; on a "
                     "4 × 2 mesh each weight is in 2 pieces, not 8",
-                    wrong.state_tp_over_all_devices),
-            Mistake("the matrices of a block are d × 4d and 4d × d, not d × d",
-                    wrong.state_square_matrices),
+                    wrong.state_tp_over_all_devices, cases=ON_RANDOM),
+            Mistake("the matrices of a block are d × 4d and 4d × d, not d × d "
+                    "(or only the parameters were counted: the gradients and "
+                    "Adam's two moments have their shape too, four copies in all)",
+                    wrong.state_square_matrices, cases=ON_RANDOM),
             Mistake("the state is not divided: a layout that shards the weights "
-                    "shards their gradients and moments too", wrong.state_not_divided),
+                    "shards their gradients and moments too",
+                    wrong.state_not_divided, cases=ON_RANDOM),
+            Mistake("FSDP splits the weights over 'data' alone: the devices "
+                    "along 'model' hold the same pieces",
+                    wrong.state_fsdp_over_all_devices, cases=ON_RANDOM),
+            Mistake("FSDP + TP splits each weight over both axes: data × model "
+                    "pieces, not data", wrong.state_fsdp_tp_over_data, cases=ON_RANDOM),
         ],
     ),
     Exercise(
@@ -296,6 +304,16 @@ register(
             Mistake("this is arguments + outputs + temporaries, as if every buffer "
                     "lived for the whole step: XLA's peak is the memory analysis's "
                     "peak_memory_in_bytes", wrong.memory_peak_as_sum),
+            Mistake("Adam's state holds a step count too (an int32, 4 bytes): "
+                    "count every leaf of params and opt_state",
+                    wrong.memory_without_step_count),
+            Mistake("the state is more than the parameters: Adam's moments and "
+                    "step count (opt_state) live from one step to the next too",
+                    wrong.memory_state_params_only),
+            Mistake("arguments + outputs is not the peak: the temporaries live "
+                    "in between, and an output may reuse an argument's buffer; "
+                    "read XLA's own peak_memory_in_bytes",
+                    wrong.memory_peak_args_outputs),
             Mistake("the temporaries are only part of the peak: read "
                     "peak_memory_in_bytes", wrong.memory_peak_as_temp),
             Mistake("only the parameters were donated: Adam's moments are replaced "
@@ -344,6 +362,15 @@ register(
             Mistake("the weights are kept whatever the policy: compare the "
                     "residuals (activations) alone with the budget",
                     wrong.remat_with_weights, cases=ON_RANDOM),
+            Mistake("no remat keeps relu's mask too (a bool, 1 byte per hidden "
+                    "unit) besides its float32 output and zeros: 9 bytes per "
+                    "hidden unit, not 8", wrong.remat_without_mask, cases=ON_RANDOM),
+            Mistake("a policy whose residuals take exactly the budget fits: "
+                    "within the budget is at most, not below",
+                    wrong.remat_strict_budget, cases=ON_RANDOM),
+            Mistake("every block keeps its own residuals: multiply one block's "
+                    "bytes by the number of layers", wrong.remat_one_block,
+                    cases=ON_RANDOM),
         ],
     ),
     Exercise(

@@ -53,6 +53,18 @@ def state_not_divided(size, layout, data, model):
     return 4 * _weights_bytes(size)
 
 
+def state_fsdp_over_all_devices(size, layout, data, model):
+    """FSDP divided by every device, not by the "data" axis alone."""
+    pieces = data * model if layout == "FSDP" else _shards(layout, data, model)
+    return 4 * _weights_bytes(size) // pieces
+
+
+def state_fsdp_tp_over_data(size, layout, data, model):
+    """FSDP + TP divided by the "data" axis alone."""
+    pieces = data if layout == "FSDP + TP" else _shards(layout, data, model)
+    return 4 * _weights_bytes(size) // pieces
+
+
 # ---- step_memory ---------------------------------------------------------
 
 
@@ -89,6 +101,30 @@ def memory_peak_as_sum(step, params, opt_state, x, y):
     return {**found, "peak": totals[0], "donated_peak": totals[1]}
 
 
+def memory_without_step_count(step, params, opt_state, x, y):
+    """Count the parameters and Adam's two moments, not its step count."""
+    found, _ = _memory(step, params, opt_state, x, y)
+    return {**found, "state": 3 * sum(leaf.nbytes for leaf in jax.tree.leaves(params))}
+
+
+def memory_state_params_only(step, params, opt_state, x, y):
+    """Count the parameters alone as the state."""
+    found, _ = _memory(step, params, opt_state, x, y)
+    return {**found, "state": sum(leaf.nbytes for leaf in jax.tree.leaves(params))}
+
+
+def memory_peak_args_outputs(step, params, opt_state, x, y):
+    """Take each peak as arguments + outputs, as if nothing else lived."""
+    args = (params, opt_state, x, y)
+    found, _ = _memory(step, *args)
+    totals = []
+    for donate in ((), (0, 1)):
+        m = jax.jit(step, donate_argnums=donate).lower(*args).compile() \
+            .memory_analysis()
+        totals.append(m.argument_size_in_bytes + m.output_size_in_bytes)
+    return {**found, "peak": totals[0], "donated_peak": totals[1]}
+
+
 def memory_peak_as_temp(step, params, opt_state, x, y):
     """Take the peak as the temporaries alone."""
     found, plain = _memory(step, params, opt_state, x, y)
@@ -119,12 +155,14 @@ def memory_run_donated(step, params, opt_state, x, y):
 _POLICIES = ("no remat", "checkpoint_dots", "full remat")
 
 
-def _remat(size, batch, budget, mask=1, outputs=True, weights=0, order=_POLICIES):
-    rows = batch * size.layers
+def _remat(size, batch, budget, mask=1, outputs=True, weights=0, order=_POLICIES,
+           layers=True, strict=False):
+    rows = batch * (size.layers if layers else 1)
     base = rows * size.width * 4 * outputs + weights * scaling.param_count(size)
     kept = {"no remat": base + rows * size.hidden * (8 + mask),
             "checkpoint_dots": base + rows * size.hidden * 4, "full remat": base}
-    return next((name for name in order if kept[name] <= budget), None)
+    fits = (lambda n: n < budget) if strict else (lambda n: n <= budget)
+    return next((name for name in order if fits(kept[name])), None)
 
 
 def remat_least_memory(size, batch, budget_bytes):
@@ -145,6 +183,21 @@ def remat_without_outputs(size, batch, budget_bytes):
 def remat_with_weights(size, batch, budget_bytes):
     """Count the float32 weights in with the residuals."""
     return _remat(size, batch, budget_bytes, weights=4)
+
+
+def remat_without_mask(size, batch, budget_bytes):
+    """Keep relu's output and zeros, not its mask: 8 bytes per hidden unit."""
+    return _remat(size, batch, budget_bytes, mask=0)
+
+
+def remat_strict_budget(size, batch, budget_bytes):
+    """Take a policy only below the budget, not at it."""
+    return _remat(size, batch, budget_bytes, strict=True)
+
+
+def remat_one_block(size, batch, budget_bytes):
+    """Count one block's residuals, not every block's."""
+    return _remat(size, batch, budget_bytes, layers=False)
 
 
 # ---- fsdp_specs ----------------------------------------------------------

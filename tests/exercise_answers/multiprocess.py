@@ -294,6 +294,30 @@ def records_in_file_order(seed, epoch, step, num_records, batch_size, rows):
     return np.arange(start + rows.start, start + rows.stop)
 
 
+def records_epoch_as_seed(seed, epoch, step, num_records, batch_size, rows):
+    perm = np.random.default_rng(epoch).permutation(num_records)
+    start = step * batch_size
+    return perm[start:start + batch_size][rows]
+
+
+def records_epoch_first(seed, epoch, step, num_records, batch_size, rows):
+    perm = np.random.default_rng((epoch, seed)).permutation(num_records)
+    return perm[step * batch_size:(step + 1) * batch_size][rows]
+
+
+def records_reshuffle_each_epoch(seed, epoch, step, num_records, batch_size, rows):
+    rng = np.random.default_rng(seed)
+    perm = np.arange(num_records)
+    for _ in range(epoch + 1):  # a fresh shuffle every epoch, from one stream
+        perm = rng.permutation(num_records)
+    return perm[step * batch_size:(step + 1) * batch_size][rows]
+
+
+def records_legacy_random_state(seed, epoch, step, num_records, batch_size, rows):
+    perm = np.random.RandomState([seed, epoch]).permutation(num_records)
+    return perm[step * batch_size:(step + 1) * batch_size][rows]
+
+
 def records_generator_pcg64(seed, epoch, step, num_records, batch_size,
                             rows):  # correct
     rng = np.random.Generator(np.random.PCG64([seed, epoch]))
@@ -347,6 +371,24 @@ def end_finish_never_ends(how, hook, kill_on_bad_exit, heartbeat, shutdown):
     if how == "crash" or hook:
         return 0.0 if kill_on_bad_exit else float(heartbeat)
     return float(shutdown)
+
+
+def end_hook_does_nothing(how, hook, kill_on_bad_exit, heartbeat, shutdown):
+    if how == "crash":
+        return 0.0 if kill_on_bad_exit else float(heartbeat)
+    return float(shutdown)  # an exception or an early finish: the barrier
+
+
+def end_gone_is_instant(how, hook, kill_on_bad_exit, heartbeat, shutdown):
+    if how == "crash" or (how == "raise" and hook):
+        return 0.0
+    return float(shutdown)
+
+
+def end_barrier_after_heartbeat(how, hook, kill_on_bad_exit, heartbeat, shutdown):
+    if how == "crash" or (how == "raise" and hook):
+        return 0.0 if kill_on_bad_exit else float(heartbeat)
+    return float(heartbeat) + float(shutdown)
 
 
 def end_with_a_table(how, hook, kill_on_bad_exit, heartbeat, shutdown):  # correct
@@ -447,6 +489,22 @@ def job_sigterm_means_preemption(log, sacct):
     if "SIGTERM caught" in log and state != "TIMEOUT":
         return "preemption", _REQUEUE
     return _BY_STATE[state] if state in _BY_STATE else _failed(log)
+
+
+def job_barrier_means_steps(log, sacct):
+    state = sacct.split()[2]
+    if state in _BY_STATE:
+        return _BY_STATE[state]
+    if "heartbeat timeout" in log:
+        return "heartbeat timeout", "add --kill-on-bad-exit=1"
+    if "Shutdown barrier has failed" in log:
+        return "shutdown barrier", "agree on the number of steps"
+    return "kill-on-bad-exit", "fix the failing task"
+
+
+def job_failed_means_heartbeat(log, sacct):
+    state = sacct.split()[2]
+    return _BY_STATE.get(state, ("heartbeat timeout", "add --kill-on-bad-exit=1"))
 
 
 def job_with_a_table(log, sacct):  # correct

@@ -44,6 +44,19 @@ def state_eight_devices(size, layout, data, model):  # the mesh size written in
     return 16 * scaling.param_count(size) // pieces
 
 
+def state_fsdp_by_every_device(size, layout, data, model):
+    devices = data * model
+    pieces = {"data parallel": 1, "FSDP": devices, "tensor parallel": model,
+              "FSDP + TP": devices}[layout]
+    return 16 * scaling.param_count(size) // pieces
+
+
+def state_hybrid_by_data(size, layout, data, model):
+    pieces = {"data parallel": 1, "FSDP": data, "tensor parallel": model,
+              "FSDP + TP": data}[layout]
+    return 16 * scaling.param_count(size) // pieces
+
+
 def state_from_module(size, layout, data, model):  # correct: the chapter's formula
     return scaling.state_bytes(size, layout, data, model)["total"]
 
@@ -106,6 +119,29 @@ def memory_same_program(step, params, opt_state, x, y):  # donation not compiled
     return {"state": state, "peak": peak, "donated_peak": peak}
 
 
+def memory_moments_without_count(step, params, opt_state, x, y):  # mu, nu, params
+    plain, donated = _analyses(step, params, opt_state, x, y)
+    weights = sum(a.nbytes for a in jax.tree.leaves(params))
+    return {"state": weights * 3, "peak": plain.peak_memory_in_bytes,
+            "donated_peak": donated.peak_memory_in_bytes}
+
+
+def memory_params_are_the_state(step, params, opt_state, x, y):
+    plain, donated = _analyses(step, params, opt_state, x, y)
+    return {"state": sum(a.nbytes for a in jax.tree.leaves(params)),
+            "peak": plain.peak_memory_in_bytes,
+            "donated_peak": donated.peak_memory_in_bytes}
+
+
+def memory_inputs_plus_outputs(step, params, opt_state, x, y):
+    plain, donated = _analyses(step, params, opt_state, x, y)
+    state = sum(a.nbytes for a in jax.tree.leaves([params, opt_state]))
+    return {"state": state,
+            "peak": plain.argument_size_in_bytes + plain.output_size_in_bytes,
+            "donated_peak": donated.argument_size_in_bytes
+            + donated.output_size_in_bytes}
+
+
 def memory_run_donated(step, params, opt_state, x, y):  # correct: runs it too
     peak = jax.jit(step).lower(params, opt_state, x, y).compile() \
         .memory_analysis().peak_memory_in_bytes
@@ -162,6 +198,30 @@ def remat_hidden_only(size, batch, budget_bytes):
     for name, per_hidden in (("no remat", 9), ("checkpoint_dots", 4),
                              ("full remat", 0)):
         if _kept(size, batch, per_hidden, per_width=0) <= budget_bytes:
+            return name
+    return None
+
+
+def remat_eight_bytes(size, batch, budget_bytes):  # relu's output and zeros only
+    for name, per_hidden in (("no remat", 8), ("checkpoint_dots", 4),
+                             ("full remat", 0)):
+        if _kept(size, batch, per_hidden) <= budget_bytes:
+            return name
+    return None
+
+
+def remat_strictly_below(size, batch, budget_bytes):
+    for name, per_hidden in (("no remat", 9), ("checkpoint_dots", 4),
+                             ("full remat", 0)):
+        if _kept(size, batch, per_hidden) < budget_bytes:
+            return name
+    return None
+
+
+def remat_per_block(size, batch, budget_bytes):  # one block's residuals
+    per_block = {"no remat": 9, "checkpoint_dots": 4, "full remat": 0}
+    for name, per_hidden in per_block.items():
+        if batch * (4 * size.width + per_hidden * size.hidden) <= budget_bytes:
             return name
     return None
 
