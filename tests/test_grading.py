@@ -645,3 +645,119 @@ def test_a_course_change_is_blamed_only_without_the_wall() -> None:
     # Bare, the tasks ran one at a time: one overlap is the one that did it;
     # two (another grader at once) blame no one, and nobody runs again.
     assert _blamed(rows, events, sandbox=False) == {"c": ["mlp.py"]}
+
+
+# ---- a changed environment stops grading ------------------------------------------
+
+
+def _fake_runs(monkeypatch, site: Path, module, plant: str) -> list[str]:
+    """Replace ``module``'s run_one: each run is a crash; ``plant``'s writes a .pth.
+
+    What a package installed while the class is graded looks like to the
+    grader (inside the wall no submission can write there): a file appears in
+    the environment's package folders during one submission's run. Returns
+    the names of the submissions run, in order. Only its first run plants.
+    """
+    from jaxcourse.exercises import grading_local
+    from jaxcourse.exercises.runner import Run
+
+    ran: list[str] = []
+
+    def run_one(path: Path, number: int, settings) -> Run:
+        started = time.time()
+        if path.stem == plant and plant not in ran:
+            (site / "zz_planted.pth").write_text("import os\n")
+        ran.append(path.stem)
+        time.sleep(0.05)  # so that two jobs overlap
+        return Run("crashed", detail="not run: a test", started=started,
+                   ended=time.time())
+
+    monkeypatch.setattr(grading_local, "environment_folders", lambda: [str(site)])
+    monkeypatch.setattr(module, "run_one", run_one)
+    monkeypatch.setattr(module, "expected_outputs", lambda ids: {})
+    # Whether or not this machine can build the wall: nothing runs here.
+    monkeypatch.setattr(isolation, "unavailable_reason", lambda: None)
+    return ran
+
+
+def test_a_changed_environment_stops_grading_with_one_paragraph(
+        tmp_path: Path, monkeypatch, capsys) -> None:
+    from jaxcourse.exercises import grading_local
+
+    site = tmp_path / "site-packages"
+    (site / "pkg" / "__pycache__").mkdir(parents=True)
+    (site / "pkg" / "__init__.py").write_text("")
+    submissions, out = tmp_path / "submissions", tmp_path / "out"
+    submissions.mkdir()
+    names = [f"{letter}_student" for letter in "abcdefgh"]
+    for name in names:
+        nbformat.write(_student(), submissions / f"{name}.ipynb")
+    ran = _fake_runs(monkeypatch, site, grading_local, plant="c_student")
+    argv = [str(submissions), "--out", str(out), "--chapter", CHAPTER,
+            "--exercises", *IDS, "--jobs", "2"]
+    assert grading.main(argv) == 1  # the work ran and failed (jaxcourse.cli)
+    error = capsys.readouterr().err
+    assert "Traceback" not in error
+    last = error.strip().splitlines()[-1]
+    assert last.startswith("error: the course's Python environment changed while "
+                           f"grading ({site / 'zz_planted.pth'}; found after "), last
+    assert "Grading stopped; no submission can write there" in last
+    # Stopped at once: the submissions queued never ran; the change's own
+    # submission has no row (it may have run with it), and no submission
+    # whose check found the change either; those checked before keep theirs.
+    # (Two at a time: at most c, the two beside it and one more, whatever
+    # the order in which they end.)
+    assert "c_student" in ran and len(ran) <= 5, ran
+    lines = ((out / "rows.jsonl").read_text().splitlines()
+             if (out / "rows.jsonl").exists() else [])
+    rows = [json.loads(line)["submission"] for line in lines]
+    assert "c_student" not in rows and set(rows) < set(ran), (rows, ran)
+    assert not (out / "grades.csv").exists()
+    # Python's own bytecode is no change; once the .pth is gone, the same
+    # command grades only what is left.
+    (site / "pkg" / "__pycache__" / "__init__.cpython-311.pyc").write_bytes(b"")
+    (site / "zz_planted.pth").unlink()
+    before = len(ran)
+    assert grading.main(argv) == 0
+    assert sorted(ran[before:]) == sorted(set(names) - set(rows))
+    assert (out / "grades.csv").is_file()
+
+
+def test_a_slurm_task_stops_when_the_environment_changed(
+        tmp_path: Path, monkeypatch) -> None:
+    from jaxcourse.exercises import grading_slurm
+    from jaxcourse.exercises.nbgrader_preprocessor import environment_fingerprint
+
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    (site / "six.py").write_text("")
+    course = tmp_path / "course" / "pkg"
+    course.mkdir(parents=True)
+    (course / "mod.py").write_text("X = 1\n")
+    work = tmp_path / "out" / "slurm" / "run"
+    (work / "course" / "0").mkdir(parents=True)
+    (work / "course" / "0" / "mod.py").write_text("X = 1\n")
+    chunk = [[n, name, str(tmp_path / f"{name}.ipynb"), "digest"]
+             for n, name in enumerate(["a", "b", "c"])]
+    for _, _, path, _ in chunk:
+        nbformat.write(_student(), path)
+    spec = {"ids": IDS, "language": "en", "timeout": 60, "memory_mb": 0,
+            "case_limit": None, "private": [], "course": [str(course)],
+            "chunks": [chunk], "backup": str(tmp_path / "backup"), "sandbox": True,
+            "out": str(tmp_path / "out")}
+    (work / "spec.json").write_text(json.dumps(spec))
+    (work / "environment.json").write_text(json.dumps(
+        {"folders": [str(site)], "files": environment_fingerprint([site])}))
+    ran = _fake_runs(monkeypatch, site, grading_slurm, plant="b")
+    monkeypatch.setattr(grading_slurm, "become_subreaper", lambda *a: None)
+    assert grading_slurm._task(work / "spec.json", 0) == 1
+    assert ran == ["a", "b"]
+    rows = (work / "rows-0.jsonl").read_text().splitlines()
+    assert [json.loads(line)["submission"] for line in rows] == ["a"]
+    [(index, why)] = grading_slurm._refused(work, "stopped").items()
+    assert index == "0" and "zz_planted.pth; found after b)" in why
+    # A task that starts after the change grades nothing.
+    (work / "stopped-0.txt").unlink()
+    assert grading_slurm._task(work / "spec.json", 0) == 1
+    assert ran == ["a", "b"] and "found before any submission ran" in (
+        work / "stopped-0.txt").read_text()

@@ -8,8 +8,12 @@ Inside the wall (:mod:`jaxcourse.exercises.isolation`) no submission can
 change the course, so a change came from elsewhere: it is restored and
 blamed on no one. Without the wall the submissions run one at a time, so
 that a change is blamed on the one that ran, and no submission's code ever
-runs twice. The Slurm path (:mod:`jaxcourse.exercises.grading_slurm`)
-grades each of its chunks with :func:`_row` too.
+runs twice. The Python environment's package folders (site-packages) are
+fingerprinted too (:class:`Environment`, nbgrader's fingerprint): a change
+there cannot be restored, and runs in every later process, the grader's
+included, so grading stops (:class:`EnvironmentChangedError`). The Slurm
+path (:mod:`jaxcourse.exercises.grading_slurm`) grades each of its chunks
+with :func:`_row` too.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from jaxcourse import CourseError
 from jaxcourse.cli import MissingToolError
 from jaxcourse.course import topic as course_topic
 from jaxcourse.devices import use_cpu_devices
@@ -30,6 +35,7 @@ from .borrowing import verdicts
 from .grading_rows import SubmissionResult, _append_row
 from .judging import judge, reference_observations
 from .library_answers import library_answers
+from .nbgrader_preprocessor import changed_paths, environment_fingerprint
 from .observe import Observation
 from .registry import get
 from .runner import (
@@ -42,7 +48,75 @@ from .runner import (
     unreadable_reason,
 )
 
-__all__ = ["expected_outputs", "sandbox_modules", "use_devices"]
+__all__ = ["Environment", "EnvironmentChangedError", "environment_folders",
+           "expected_outputs", "sandbox_modules", "use_devices"]
+
+
+class EnvironmentChangedError(CourseError):
+    """The Python environment changed while grading: grading stopped."""
+
+
+def environment_folders() -> list[str]:
+    """Return this Python's package folders (site-packages): what grading watches.
+
+    nbgrader's scoring watches the same ones
+    (:func:`jaxcourse.exercises.authoring_nbgrader.environment_folders`).
+    """
+    # Imported here: the authoring package is a second or so of imports that
+    # only this list needs.
+    from .authoring_nbgrader import environment_folders as folders
+
+    return folders()
+
+
+class Environment:
+    """The Python environment's package folders, as they were when grading began.
+
+    Fingerprinted by nbgrader's own function
+    (:func:`~jaxcourse.exercises.nbgrader_preprocessor.environment_fingerprint`:
+    every file's size and time, ``__pycache__`` left out): a ``.pth`` or a
+    module written there, or a package installed or upgraded, runs in every
+    later process, each submission's and the grader's. On the course's own
+    environment (57,000 files, 8 GB) a fingerprint takes about half a second.
+    """
+
+    def __init__(self, folders: list[str] | None = None,
+                 snapshot: dict[str, str] | None = None) -> None:
+        self.folders = environment_folders() if folders is None else list(folders)
+        self.snapshot = (environment_fingerprint(self.folders) if snapshot is None
+                         else snapshot)
+
+    def changed(self) -> list[str]:
+        """Return the files added, removed or changed since the snapshot."""
+        return changed_paths(self.snapshot, environment_fingerprint(self.folders))
+
+    def check(self, last: str | None, bare: bool) -> None:
+        """Raise :class:`EnvironmentChangedError` if anything changed.
+
+        ``last`` names the submission that last finished (``None``: none
+        yet); ``bare``: it ran without the wall, and could have written there.
+        """
+        changed = self.changed()
+        if changed:
+            raise EnvironmentChangedError(environment_changed_text(changed, last, bare))
+
+
+def environment_changed_text(changed: list[str], last: str | None, bare: bool) -> str:
+    """Say, in one paragraph, that the environment changed and what to do."""
+    listed = ", ".join(changed[:5]) + (", ..." if len(changed) > 5 else "")
+    when = f"found after {last}" if last else "found before any submission ran"
+    who = "someone installed or changed a package during the run"
+    if not bare:
+        who = f"no submission can write there (each runs inside the wall), so {who}"
+    elif last:
+        who = f"{last} ran without the wall and may have written it, or {who}"
+    return (f"the course's Python environment changed while grading ({listed}; "
+            f"{when}): a file in its package folders (site-packages; "
+            "a .pth there runs in every later process, the grader's included) "
+            "changes what every later submission, and the grader itself, run. "
+            f"Grading stopped; {who}. The rows finished before are kept in "
+            "rows.jsonl (with --out). Remove or reinstall what changed, then run "
+            "the same command again: only the submissions left are graded.")
 
 
 def use_devices(ids: list[str]) -> None:
@@ -225,7 +299,7 @@ def _readable(todo, digests, ids, language, finish) -> list:
 
 def _grade_all(todo, digests, results, rows_file, ids, language, jobs, timeout,
                memory_mb, case_limit, folders, course, sandbox=True,
-               on_row=None) -> None:
+               on_row=None, environment=None) -> None:
     def finish(name: str, row: SubmissionResult) -> None:
         results[name] = row
         if rows_file is not None:
@@ -245,6 +319,8 @@ def _grade_all(todo, digests, results, rows_file, ids, language, jobs, timeout,
         # around the guard: one at a time, whoever changed the course is the
         # one that ran, and nobody's code has to run a second time to find out.
         jobs = 1
+    # The environment as it is before anything runs, the references included.
+    environment = environment or Environment()
     # The reference outputs, computed before any submission runs.
     expected = expected_outputs(ids)
     with tempfile.TemporaryDirectory(prefix="jaxcourse-grade-") as root:
@@ -258,21 +334,27 @@ def _grade_all(todo, digests, results, rows_file, ids, language, jobs, timeout,
             isolated=sandbox,
             hidden=[rows_file.parent] if rows_file is not None else [],
         )
-        _parallel(pending, jobs, settings, expected, digests, finish)
+        _parallel(pending, jobs, settings, expected, digests, finish, environment)
 
 
-def _parallel(pending, jobs, settings, expected, digests, finish) -> None:
+def _parallel(pending, jobs, settings, expected, digests, finish,
+              environment=None) -> None:
     """Grade ``pending``, ``jobs`` at a time, handing each row to ``finish``.
 
     After each submission the course is fingerprinted, and a change restored.
     Without the wall (``jobs`` is then 1) it is blamed on the submission that
     just ran: ``tampered``. Inside the wall no submission can write to the
     course, so the change came from elsewhere (someone editing it during
-    the run): it is said, and blamed on no one.
+    the run): it is said, and blamed on no one. The environment
+    (:class:`Environment`), when given, is fingerprinted too: a change stops
+    grading (:class:`EnvironmentChangedError`), the submission that just ran
+    without a row (it may have run with the change), those not started not run.
     """
     paths = dict(pending)
 
     def done(name: str, run: Run) -> None:
+        if environment is not None:
+            environment.check(name, bare=not settings.isolated)
         changed = settings.course.changed()
         if changed:
             settings.course.restore(changed, settings.backup)
@@ -298,5 +380,11 @@ def _parallel(pending, jobs, settings, expected, digests, finish) -> None:
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = {pool.submit(run_one, path, n, settings): name
                    for n, (name, path) in enumerate(pending)}
-        for future in concurrent.futures.as_completed(futures):
-            done(futures[future], future.result())
+        try:
+            for future in concurrent.futures.as_completed(futures):
+                done(futures[future], future.result())
+        except BaseException:
+            # Leaving the block waits for every submission queued: only those
+            # already running (each within its limits) are waited for.
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise

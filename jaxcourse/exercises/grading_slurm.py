@@ -24,6 +24,12 @@ change, so it is blamed on no one. Without it the array runs one task at a
 time, so that a window overlaps exactly one submission, which is blamed
 (``tampered``): no submission is ever graded twice to find out who did it.
 
+The Python environment's package folders are fingerprinted once, by the
+collector before it submits (``environment.json``); a task that finds them
+changed, when it starts or after a submission, grades no further and says
+why, and the collector stops with that reason once the array has ended (the
+rows finished are kept; a rerun grades the rest).
+
 A task that Slurm ended before it reported (its time limit, a node failure)
 gives its submissions the status ``crashed`` with the task's state. The
 per-submission ``--timeout`` is enforced inside the task, as locally; the
@@ -49,13 +55,22 @@ from jaxcourse.processes import become_subreaper
 
 from ..messages import message
 from . import isolation
-from .grading_local import _row, expected_outputs, sandbox_modules, use_devices
+from .grading_local import (
+    Environment,
+    EnvironmentChangedError,
+    _row,
+    expected_outputs,
+    sandbox_modules,
+    use_devices,
+)
 from .grading_rows import SubmissionResult
 from .runner import Course, Settings, default_course, run_one, text
 
 __all__ = ["earlier_rows", "grade_on_slurm", "main"]
 
 _SPEC = "spec.json"
+# The environment's fingerprint when the array was submitted.
+_ENVIRONMENT = "environment.json"
 
 
 def _snapshot(course: Course, folder: Path) -> None:
@@ -134,14 +149,19 @@ def grade_on_slurm(
     Raises
     ------
     CourseError
-        When a node could not wall its submissions in (after the array has
-        ended, once every other row was handed to ``finish``).
+        When a node could not wall its submissions in, or a task found the
+        Python environment changed (:class:`EnvironmentChangedError`), after
+        the array has ended, once every other row was handed to ``finish``.
     """
     folders = [Path(f).resolve() for f in (course or default_course())]
     work = out_dir.resolve() / "slurm" / time.strftime("%Y%m%dT%H%M%S")
     work.mkdir(parents=True, exist_ok=True)
     snapshot = Course(folders)
     _snapshot(snapshot, work / "course")
+    environment = Environment()
+    (work / _ENVIRONMENT).write_text(json.dumps(
+        {"folders": environment.folders, "files": environment.snapshot}),
+        encoding="utf-8")
     chunks = _chunks([(numbers[n], n, str(Path(p).resolve()), digests[n])
                       for n, p in pending], max(1, chunk))
     spec = {"ids": ids, "language": language, "timeout": timeout,
@@ -186,10 +206,11 @@ def grade_on_slurm(
     rows, events = _read_run(work)
     blamed = _blamed(rows, events, sandbox)
     refused = _refused(work)
+    stopped = _refused(work, "stopped")
     for index, items in enumerate(chunks):
         for _, name, _, digest in items:
-            if str(index) in refused and name not in rows:
-                continue  # never run: a rerun grades it
+            if str(index) in {*refused, *stopped} and name not in rows:
+                continue  # never run, or stopped: a rerun grades it
             if name not in rows:
                 state = task_state.get(str(index))
                 how = f"Slurm task {index}: {state.state if state else 'lost'}"
@@ -203,6 +224,12 @@ def grade_on_slurm(
         print(f"note: the course's files changed during grading ({', '.join(files)}),"
               " not through a submission (none can write to them); the tasks "
               "restored them", file=sys.stderr, flush=True)
+    if stopped:
+        others = len(stopped) - 1
+        raise EnvironmentChangedError(
+            min(stopped.values()) + (f" ({others} more Slurm task"
+                                     f"{'s' * (others != 1)} stopped for it)"
+                                     if others else ""))
     if refused:
         nodes = "; ".join(sorted(set(refused.values())))
         raise MissingToolError(isolation.refusal(f"on the Slurm nodes, {nodes}")
@@ -247,10 +274,13 @@ def _report_rows(work: Path, progress) -> None:
         progress(name, SubmissionResult.from_dict(row))
 
 
-def _refused(work: Path) -> dict[str, str]:
-    """Return the tasks that could not wall their submissions in: index to why."""
+def _refused(work: Path, kind: str = "refused") -> dict[str, str]:
+    """Return the tasks that could not wall their submissions in: index to why.
+
+    ``kind="stopped"``: those that found the environment changed.
+    """
     return {p.stem.split("-", 1)[1]: p.read_text(encoding="utf-8").strip()
-            for p in work.glob("refused-*.txt")}
+            for p in work.glob(f"{kind}-*.txt")}
 
 
 def _read_run(work: Path) -> tuple[dict[str, dict], list[dict]]:
@@ -315,6 +345,23 @@ def _task(spec_file: Path, index: int) -> int:
     _load_snapshot(course, work / "course")
     rows_file = work / f"rows-{index}.jsonl"
     events_file = work / f"events-{index}.jsonl"
+    try:
+        return _grade_chunk(spec, index, course, expected, rows_file, events_file)
+    except EnvironmentChangedError as err:
+        # The collector says it once the array has ended; this task's other
+        # submissions are left for a rerun.
+        (work / f"stopped-{index}.txt").write_text(f"{err}\n", encoding="utf-8")
+        return 1
+
+
+def _grade_chunk(spec: dict, index: int, course: Course, expected: dict,
+                 rows_file: Path, events_file: Path) -> int:
+    """Grade task ``index``'s chunk, checking the environment before and after each."""
+    ids = spec["ids"]
+    saved = json.loads((rows_file.parent / _ENVIRONMENT).read_text(encoding="utf-8"))
+    environment = Environment(saved["folders"], saved["files"])
+    bare = not spec.get("sandbox", True)
+    environment.check(None, bare)
     become_subreaper()
     with tempfile.TemporaryDirectory(prefix="jaxcourse-grade-") as root:
         settings = Settings(
@@ -329,6 +376,7 @@ def _task(spec_file: Path, index: int) -> int:
         for number, name, path, digest in spec["chunks"][index]:
             started = time.time()
             run = run_one(Path(path), number, settings)
+            environment.check(name, bare)
             changed = course.changed()
             if changed:
                 course.restore(changed, settings.backup)

@@ -16,10 +16,22 @@ process against a read-only copy of the course, exactly as ``python -m
 jaxcourse.exercises.grading`` runs them), and replaces the outputs of every
 test cell that the grader scored with one result whose plain text is the
 score, which nbgrader then reads. Nothing the kernel did reaches either
-process. Before each notebook it also compares the course's files with what
-they were when nbgrader started (:meth:`CourseScores.watch`): nbgrader runs a
-kernel with the teacher's own rights, so a submission could have rewritten
-them, and then it refuses to score.
+process. Before each notebook it also compares the course's files, and the
+whole Python environment's package folders, with what they were when
+nbgrader started (:meth:`CourseScores.watch`), and refuses to score once
+either changed.
+
+The class's flags reach nbgrader too, for the teacher only: the grader's
+verdicts (an answer that borrows the reference, or a library function that
+computes it: zero, with the reason in the cell's feedback) and the class's
+flags (an answer that pastes the shown solution, answers two students share:
+scored as checked). Each notebook's answers join the assignment's class file
+(``jaxcourse_flags/<assignment>.json`` in nbgrader's course folder, where
+the kernel cannot reach), the class's flags are computed from it by the
+course's grader (:func:`jaxcourse.exercises.grading_tables.class_flags`), and
+every flagged submission gets nbgrader's own flag in its gradebook (the flag
+column of the formgrader), with a line in nbgrader's log. The learner's
+feedback never names another student.
 
 nbgrader loads this file in its own environment, which need not have JAX or
 the course: it imports the standard library, ``traitlets`` and ``nbformat``
@@ -44,8 +56,8 @@ import nbformat
 from traitlets import Bool, Float, Integer, List, Unicode
 from traitlets.config import LoggingConfigurable
 
-__all__ = ["CourseChangedError", "CourseScores", "environment_fingerprint",
-           "fingerprint"]
+__all__ = ["CourseChangedError", "CourseScores", "changed_paths",
+           "environment_fingerprint", "fingerprint"]
 
 #: What the course's side of the scores is run as (with the course's Python).
 COURSE_MODULE = "jaxcourse.exercises.nbgrader_scores"
@@ -56,6 +68,9 @@ _OVERHEAD = 600
 # config twice, and each reading inserts CourseScores again: the notebook is
 # scored once all the same.
 _SCORED = "jaxcourse_scored"
+# Statuses of the course's grader that the teacher should look at, flagged
+# in nbgrader's gradebook as the class's flags are.
+_LOOK_AT = ("borrowed", "tampered")
 
 
 class CourseChangedError(RuntimeError):
@@ -100,6 +115,14 @@ def environment_fingerprint(
     return found
 
 
+def changed_paths(before: dict, now: dict) -> list:
+    """Return the keys whose value differs between two fingerprints, sorted.
+
+    A key in only one of them (a file added or deleted) differs too.
+    """
+    return sorted(p for p in {*before, *now} if before.get(p) != now.get(p))
+
+
 def _is_test_cell(cell: Any) -> bool:
     meta = cell.get("metadata", {}).get("nbgrader", {})
     return (cell.get("cell_type") == "code" and bool(meta.get("grade"))
@@ -128,6 +151,11 @@ class CourseScores(LoggingConfigurable):
     memory_mb = Integer(
         4096, help="Memory limit of the notebook's process, in MB; 0 for none."
     ).tag(config=True)
+    flags_dir = Unicode(
+        "jaxcourse_flags", help="Folder of each assignment's class file (the "
+        "answers compared for the class's flags, and the flags), relative to "
+        "nbgrader's course folder, where nbgrader runs."
+    ).tag(config=True)
     # nbconvert sets this on every preprocessor it registers.
     enabled = Bool(True)
 
@@ -152,8 +180,7 @@ class CourseScores(LoggingConfigurable):
     def _check_course(self) -> None:
         changed = []
         for folder, before in self._environment.items():
-            now = environment_fingerprint([folder])
-            changed += sorted(p for p in {*before, *now} if before.get(p) != now.get(p))
+            changed += changed_paths(before, environment_fingerprint([folder]))
         if changed:
             raise CourseChangedError(
                 f"the course's Python environment changed after nbgrader started "
@@ -163,8 +190,7 @@ class CourseScores(LoggingConfigurable):
                 "If a submission wrote it, remove it; if you installed or "
                 "upgraded a package yourself, restart nbgrader.")
         for folder, before in self._baseline.items():
-            now = fingerprint([folder])
-            changed += sorted(p for p in {*before, *now} if before.get(p) != now.get(p))
+            changed += changed_paths(before, fingerprint([folder]))
         if changed:
             raise CourseChangedError(
                 f"the course's files changed after nbgrader started "
@@ -200,7 +226,11 @@ class CourseScores(LoggingConfigurable):
                 "CourseScores must come after Execute in "
                 "c.Autograde.autograde_preprocessors")
         self._check_course()
-        report = self._grade(nb)
+        who = resources.get("nbgrader") or {}
+        student, assignment = who.get("student"), who.get("assignment")
+        class_file = (Path(self.flags_dir) / f"{assignment}.json"
+                      if student and assignment else None)
+        report = self._grade(nb, student, class_file)
         for cell in tests:
             found = report["cells"].get(cell.metadata.nbgrader["grade_id"])
             if found is None:
@@ -215,11 +245,52 @@ class CourseScores(LoggingConfigurable):
         self.log.info("The course's grader scored %d test cells (%s) in a fresh "
                       "process; their outputs in the kernel were replaced",
                       len(report["cells"]), report["status"])
+        if class_file is not None:
+            self._flag(report, student, class_file, who)
         resources[_SCORED] = True
         return nb, resources
 
-    def _grade(self, nb: Any) -> dict:
-        """Run the course's side on ``nb`` in a private folder; return its report."""
+    def _flag(self, report: dict, student: str, class_file: Path, who: dict) -> None:
+        """Keep ``student``'s answers in the class file; flag whom to look at.
+
+        The class file holds, for each student autograded so far, the
+        grader's status and reason and the answers it compares; and the
+        class's flags, as the course's grader computed them with this
+        notebook in. Every submission flagged (by the class's flags, or
+        borrowed or tampered) gets nbgrader's flag in the gradebook, and a
+        line in nbgrader's log says why.
+        """
+        known = _read_class(class_file)
+        known["students"][student] = {
+            "status": report["status"], "reason": report["reason"],
+            "scores": report.get("scores", {}), "answers": report.get("answers", {})}
+        known["flags"] = report.get("flags", [])
+        class_file.parent.mkdir(parents=True, exist_ok=True)
+        partial = class_file.with_suffix(".partial")
+        partial.write_text(json.dumps(known, indent=1, ensure_ascii=False),
+                           encoding="utf-8")
+        partial.replace(class_file)
+        if report["status"] in _LOOK_AT:
+            self.log.warning("The course's grader: %s: %s: %s", student,
+                             report["status"], report["reason"])
+        for flag in known["flags"]:
+            if flag["submission"] == student or student in flag["others"]:
+                self.log.warning("The course's grader flags %s for %s: %s "
+                                 "(the score stands)", flag["submission"],
+                                 flag["exercise"], flag["text"])
+        flagged = {f["submission"] for f in known["flags"]}
+        flagged |= {name for name, row in known["students"].items()
+                    if row.get("status") in _LOOK_AT}
+        _flag_in_gradebook(who, sorted(flagged), self.log)
+
+    def _grade(self, nb: Any, student: str | None = None,
+               class_file: Path | None = None) -> dict:
+        """Run the course's side on ``nb`` in a private folder; return its report.
+
+        With ``student`` and ``class_file``, the course's side also computes
+        the class's flags, with this notebook as ``student`` among the
+        students the class file holds.
+        """
         source = copy.deepcopy(nb)
         for cell in source.cells:
             if cell.cell_type == "code":
@@ -232,6 +303,13 @@ class CourseScores(LoggingConfigurable):
             command = [self.python, "-m", COURSE_MODULE, str(notebook), "--out",
                        str(out), "--timeout", f"{self.timeout:g}",
                        "--memory-mb", str(self.memory_mb)]
+            if student and class_file is not None:
+                classmates = Path(folder) / "class.json"
+                students = _read_class(class_file)["students"]
+                students.pop(student, None)  # a notebook graded again
+                classmates.write_text(json.dumps(students, ensure_ascii=False),
+                                      encoding="utf-8")
+                command += ["--name", student, "--class", str(classmates)]
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join(
                 [*self.path, *filter(None, [env.get("PYTHONPATH")])])
@@ -247,3 +325,41 @@ class CourseScores(LoggingConfigurable):
                 raise RuntimeError(
                     f"the course's grader failed (exit {done.returncode}): {tail}")
             return json.loads(out.read_text(encoding="utf-8"))
+
+
+def _read_class(class_file: Path) -> dict:
+    """Return an assignment's class file, or an empty one."""
+    try:
+        known = json.loads(class_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    if not isinstance(known.get("students"), dict):
+        known["students"] = {}
+    return known
+
+
+def _flag_in_gradebook(who: dict, students: list[str], log: Any) -> None:
+    """Set nbgrader's flag on each of ``students``' notebooks in the gradebook.
+
+    The flag the formgrader shows in its flag column, for the teacher alone
+    (nbgrader's feedback leaves it out). Only set, never cleared: a grader
+    may have flagged the notebook by hand. A notebook not autograded yet has
+    no row: it is flagged when it is.
+    """
+    try:
+        from nbgrader.api import Gradebook, MissingEntry
+    except ImportError:  # not in nbgrader's process: nothing to flag
+        return
+    if not students or not who.get("db_url"):
+        return
+    with Gradebook(who["db_url"]) as gradebook:
+        for student in students:
+            try:
+                notebook = gradebook.find_submission_notebook(
+                    who["notebook"], who["assignment"], student)
+            except MissingEntry:
+                continue
+            if not notebook.flagged:
+                notebook.flagged = True
+                log.info("Flagged %s's %s in the gradebook", student, who["notebook"])
+        gradebook.db.commit()
