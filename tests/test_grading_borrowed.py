@@ -21,6 +21,18 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from hostile_class import (
+    BATCHED,
+    BORROWED,
+    HONEST_BATCHED,
+    HONEST_VMAPPED,
+    IDS,
+    TWIN,
+    TWIN_RETYPED,
+    VMAPPED,
+    borrowed_sentence,
+    with_answers,
+)
 from slurm_cluster import slurm_cluster  # noqa: F401  (a fixture)
 
 from jaxcourse import slurm
@@ -33,174 +45,8 @@ from jaxcourse.exercises.grading_tables import Flag, class_flags
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = "03_bayes"
 STUDENT = ROOT / "exercises" / f"{CHAPTER}_exercises.ipynb"
-BATCHED, VMAPPED = IDS = ["bayes.batched_log_joint", "bayes.vmapped_log_joint"]
 # As in tests/test_grading.py: about 10 s alone, far more on a loaded machine.
 TIMEOUT = 120
-
-# ---- the answers ------------------------------------------------------------------
-# Each learner's answer is different (else the class's flags would list it),
-# and right: a borrowing submission's other exercise is graded as usual.
-
-HONEST_BATCHED = [
-    """\
-def batched_log_joint(beta, all_x, y):
-    prior = jnp.sum(jsp.stats.norm.logpdf(beta), axis=-1)
-    logits = jnp.einsum("pf,bf->bp", all_x, beta)
-    return prior + jnp.sum(-jax.nn.softplus(-(2 * y - 1) * logits), axis=-1)
-""",
-    """\
-def batched_log_joint(beta, all_x, y):
-    prior = jsp.stats.norm.logpdf(beta).sum(axis=-1)
-    logits = beta @ all_x.T
-    return prior - jax.nn.softplus((1 - 2 * y) * logits).sum(axis=-1)
-""",
-    """\
-def batched_log_joint(beta, all_x, y):
-    return jax.vmap(log_joint, in_axes=(0, None, None))(beta, all_x, y)
-""",
-    """\
-def batched_log_joint(beta, all_x, y):
-    signs = 2 * y - 1
-    logits = jnp.matmul(beta, all_x.T)
-    likelihood = jnp.sum(-jax.nn.softplus(-signs * logits), axis=-1)
-    return jnp.sum(jsp.stats.norm.logpdf(beta, 0.0, 1.0), axis=-1) + likelihood
-""",
-    """\
-def batched_log_joint(beta, all_x, y):
-    logits = jnp.dot(beta, all_x.T)
-    prior = -0.5 * jnp.sum(beta**2, axis=-1)
-    prior = prior - 0.5 * beta.shape[-1] * jnp.log(2 * jnp.pi)
-    return prior + jnp.sum(jax.nn.log_sigmoid((2 * y - 1) * logits), axis=-1)
-""",
-    """\
-def batched_log_joint(beta, all_x, y):
-    one = lambda b: log_joint(b, all_x, y)
-    return jax.vmap(one)(beta)
-""",
-    """\
-def batched_log_joint(beta, all_x, y):
-    total = jnp.zeros(beta.shape[0])
-    total = total + jsp.stats.norm.logpdf(beta).sum(-1)
-    return total + jax.nn.log_sigmoid((2 * y - 1) * (beta @ all_x.T)).sum(-1)
-""",
-]
-HONEST_VMAPPED = [
-    """\
-def vmapped_log_joint(betas, all_x, y, prior_scale=1.0):
-    return jax.vmap(log_joint, in_axes=(0, None, None, None))(
-        betas, all_x, y, prior_scale)
-""",
-    """\
-def vmapped_log_joint(betas, all_x, y, prior_scale=1.0):
-    return jax.vmap(lambda beta: log_joint(beta, all_x, y, prior_scale))(betas)
-""",
-    """\
-def vmapped_log_joint(betas, all_x, y, prior_scale=1.0):
-    return jax.vmap(log_joint, (0, None, None, None))(betas, all_x, y, prior_scale)
-""",
-    """\
-def vmapped_log_joint(betas, all_x, y, prior_scale=1.0):
-    def one(beta):
-        return log_joint(beta, all_x, y, prior_scale)
-    return jax.vmap(one)(betas)
-""",
-    """\
-def vmapped_log_joint(betas, all_x, y, prior_scale=1.0):
-    many = jax.vmap(log_joint, in_axes=(0, None, None, None), out_axes=0)
-    return many(betas, all_x, y, prior_scale)
-""",
-    """\
-def vmapped_log_joint(betas, all_x, y, prior_scale=1.0):
-    axes = (0,) + (None,) * 3
-    return jax.vmap(log_joint, in_axes=axes)(betas, all_x, y, prior_scale)
-""",
-    """\
-def vmapped_log_joint(betas, all_x, y, prior_scale=1.0):
-    import functools
-    per_beta = functools.partial(log_joint, all_x=all_x, y=y,
-                                 prior_scale=prior_scale)
-    return jax.vmap(per_beta)(betas)
-""",
-]
-# The twins: one answer, written twice (names, comments and layout differ).
-TWIN = """\
-def vmapped_log_joint(betas, all_x, y, prior_scale=1.0):
-    mapped = jax.vmap(log_joint, in_axes=[0, None, None, None])
-    return mapped(betas, all_x, y, prior_scale)
-"""
-TWIN_RETYPED = """\
-def vmapped_log_joint(b, xs, ys, prior_scale=1.0):
-    # my own: the data stay put
-    f = jax.vmap(log_joint,
-                 in_axes=[0, None, None, None])
-    return f(b, xs, ys, prior_scale)
-"""
-
-# The five ways to borrow, and how each is told.
-BORROWED = {
-    # from solutions.X import f
-    "b_imports": (BATCHED, "is", "from solutions.bayes import batched_log_joint\n"),
-    # importlib.import_module
-    "c_importlib": (VMAPPED, "is", (
-        "import importlib\n"
-        "vmapped_log_joint = importlib.import_module('solutions.bayes')"
-        ".vmapped_log_joint\n")),
-    # getattr on the module, the name built
-    "d_getattr": (BATCHED, "is", (
-        "import solutions.bayes as course\n"
-        "batched_log_joint = getattr(course, 'batched_' + 'log_joint')\n")),
-    # a function of its own that calls the reference
-    "e_wrapper": (VMAPPED, "calls", (
-        "import solutions.bayes\n\n"
-        "def vmapped_log_joint(betas, all_x, y, prior_scale=1.0):\n"
-        "    answer = solutions.bayes.vmapped_log_joint\n"
-        "    return answer(betas, all_x, y, prior_scale)\n")),
-    # the source, read from the installed file, run by exec
-    "f_exec_source": (BATCHED, "copy", (
-        "import inspect\nimport solutions.bayes\n"
-        "exec(inspect.getsource(solutions.bayes.batched_log_joint))\n")),
-    # the whole installed file, run by exec into a namespace of its own
-    "g_exec_file": (VMAPPED, "copy", (
-        "import solutions.bayes\n"
-        "namespace = {}\n"
-        "with open(solutions.bayes.__file__) as file:\n"
-        "    exec(file.read(), namespace)\n"
-        "vmapped_log_joint = namespace['vmapped_log_joint']\n")),
-    # What the in-process tripwire does not see: the course copy a
-    # submission runs against holds no answer, so each computes nothing.
-    # The reference called by one of the course's own helpers (a frame
-    # inside jaxcourse/ calls it, as the checks' machinery would).
-    "k_course_helper": (BATCHED, "calls", (
-        "import functools\n"
-        "from jaxcourse.exercises.time_limit import call_with_time_limit\n"
-        "import solutions.bayes\n\n"
-        "def batched_log_joint(beta, all_x, y):\n"
-        "    answer = functools.partial(solutions.bayes.batched_log_joint,\n"
-        "                               beta, all_x, y)\n"
-        "    return call_with_time_limit(answer, None)\n")),
-    # The detector switched off from a cell, then the reference imported.
-    "l_detector_off": (VMAPPED, "calls", (
-        "import contextlib\n"
-        "import types\n"
-        "import jaxcourse.exercises.borrowing as borrowing\n"
-        "borrowing.Watch.borrowed = lambda self, function: None\n"
-        "borrowing.Watch.find_copies = lambda self, sources: None\n"
-        "borrowing.Watch.watching = lambda self: contextlib.nullcontext(\n"
-        "    types.SimpleNamespace(ran=None))\n"
-        "from solutions.bayes import vmapped_log_joint as _answer\n\n"
-        "def vmapped_log_joint(betas, all_x, y, prior_scale=1.0):\n"
-        "    return _answer(betas, all_x, y, prior_scale)\n")),
-    # The source taken with inspect.getsource, changed (so that no compiled
-    # copy compares equal), and exec'd with the module's globals.
-    "m_exec_changed": (BATCHED, "calls", (
-        "import inspect\nimport solutions.bayes\n"
-        "source = inspect.getsource(solutions.bayes.batched_log_joint)\n"
-        "source = source.replace('):', '):\\n    _mine = 1', 1)\n"
-        "namespace = dict(vars(solutions.bayes))\n"
-        "exec(source, namespace)\n"
-        "batched_log_joint = namespace['batched_log_joint']\n")),
-}
-
 
 # Lists the folder above its run folder: the grader's, with a random name.
 SNOOP = "import os\nfound = os.listdir(os.path.dirname(os.path.dirname(os.getcwd())))\n"
@@ -213,14 +59,8 @@ def _pasted() -> str:
 
 def _notebook(batched: str, vmapped: str) -> nbformat.NotebookNode:
     """The student notebook with these two cells in place of the stubs."""
-    nb = nbformat.read(STUDENT, as_version=4)
-    for cell in nb.cells:
-        if cell.cell_type == "code" and cell.source.startswith("def batched_log_joint"):
-            cell.source = batched
-        elif cell.cell_type == "code" and cell.source.startswith(
-                "def vmapped_log_joint"):
-            cell.source = vmapped
-    return nb
+    return with_answers(nbformat.read(STUDENT, as_version=4),
+                        batched_log_joint=batched, vmapped_log_joint=vmapped)
 
 
 def _class(folder: Path, names: list[str] | None = None) -> None:
@@ -282,13 +122,7 @@ def test_each_way_of_borrowing_scores_zero(graded, name: str) -> None:
     row = graded["rows"][name]
     assert row.status == "borrowed", row
     assert row.scores == {exercise: 0.0, other: 1.0}, row
-    function = exercise.split(".")[1]
-    sentence = (f"`{function}` is the course's `solutions.bayes.{function}`, "
-                if how == "is" else
-                f"`{function}` runs the course's `solutions.bayes.{function}`: "
-                if how == "calls" else
-                f"`{function}` is the course's `solutions.bayes.{function}`, run "
-                "from its installed file")
+    sentence = borrowed_sentence(exercise, how)
     [feedback] = row.feedback[exercise]
     assert feedback.startswith("borrowed the reference answer: ") and \
         sentence in feedback, feedback

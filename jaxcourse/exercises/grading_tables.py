@@ -64,9 +64,7 @@ def write_tables(rows: Sequence[SubmissionResult], out_dir: str | os.PathLike[st
         for row in rows:
             writer.writerow([row.submission, *(f"{row.scores[i]:g}" for i in ids),
                              f"{row.total:g}", row.status, row.reason])
-    flags = [{"exercise": f.exercise, "submission": f.submission, "flag": f.kind,
-              "others": list(f.others), "text": f.text()}
-             for f in class_flags(rows)]
+    flags = [f.to_dict() for f in class_flags(rows)]
     table = {"exercises": ids, "submissions": [r.to_dict() for r in rows],
              "flags": flags}
     if course is not None:
@@ -97,6 +95,11 @@ class Flag:
         if self.kind == "pasted":
             return text("flag_pasted", language)
         return text("flag_same", language, others=", ".join(self.others))
+
+    def to_dict(self) -> dict:
+        """Return the flag as ``grades.json`` (and nbgrader's class file) lists it."""
+        return {"exercise": self.exercise, "submission": self.submission,
+                "flag": self.kind, "others": list(self.others), "text": self.text()}
 
 
 def _language(exercise_id: str) -> str:

@@ -16,7 +16,10 @@ with the course's grader (:func:`score_notebook`: a fresh sandboxed process
 runs the learner's cells against a read-only copy of the course, as ``python
 -m jaxcourse.exercises.grading`` does) and writes, for each cell, the fraction
 of tests passed and the feedback; ``CourseScores`` puts the score in points in
-place of what the cell printed in the kernel.
+place of what the cell printed in the kernel. With ``--name STUDENT --class
+FILE`` (the answers of the students ``CourseScores`` autograded before) it
+also writes the class's flags, this notebook among them
+(:func:`class_report`).
 
 Nothing imports this module but its command line (the reference outputs'
 fingerprints follow imports, and the grader is not what computes them).
@@ -32,8 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from jaxcourse.cli import add_version, existing_path
+from jaxcourse.cli import run as run_command
 
-__all__ = ["graded_checks", "main", "score_notebook"]
+__all__ = ["class_report", "graded_checks", "main", "score_notebook"]
 
 # The calls whose first argument names the exercise a test cell checks (the
 # masters' hidden region calls autograde).
@@ -91,8 +95,33 @@ def _cell_feedback(row: Any, exercise_id: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def class_report(row: Any, classmates: dict[str, dict]) -> list[dict]:
+    """Return the class's flags, ``row`` among ``classmates``, as in ``grades.json``.
+
+    ``classmates`` maps each other student to what an earlier report said of
+    them (``scores`` and ``answers``, by exercise id). The flags are the
+    course grader's own (:func:`~jaxcourse.exercises.grading_tables.class_flags`),
+    computed on the exercises of ``row``.
+    """
+    from .grading_rows import SubmissionResult
+    from .grading_tables import class_flags
+
+    ids = list(row.scores)
+    rows = [row]
+    for name, mate in classmates.items():
+        if name == row.submission or not isinstance(mate, dict):
+            continue
+        scores, answers = mate.get("scores") or {}, mate.get("answers") or {}
+        rows.append(SubmissionResult(
+            name, {i: float(scores.get(i, 0.0)) for i in ids}, "graded",
+            answers={i: str(answers.get(i, "")) for i in ids}))
+    rows.sort(key=lambda r: r.submission)
+    return [flag.to_dict() for flag in class_flags(rows)]
+
+
 def score_notebook(path: Path, *, timeout: float = 300.0,
-                   memory_mb: int = 4096) -> dict:
+                   memory_mb: int = 4096, name: str | None = None,
+                   classmates: dict[str, dict] | None = None) -> dict:
     """Score an nbgrader notebook's test cells with the course's grader.
 
     The notebook runs as one submission of
@@ -108,13 +137,20 @@ def score_notebook(path: Path, *, timeout: float = 300.0,
         Seconds for the whole notebook.
     memory_mb : int
         Memory limit of its process, 0 for none.
+    name : str, optional
+        The student's name, for the class's flags (default: the file's stem).
+    classmates : dict, optional
+        The other students' ``scores`` and ``answers``, by name, as earlier
+        reports gave them: the class's flags are computed with them.
 
     Returns
     -------
     dict
-        ``status`` and ``reason`` (the grader's row) and ``cells``: for each
+        ``status`` and ``reason`` (the grader's row), ``cells`` (for each
         test cell's grade id, the ``exercise`` it checks, the ``fraction`` of
-        its tests passed (0 to 1) and the ``markdown`` feedback.
+        its tests passed (0 to 1) and the ``markdown`` feedback), the row's
+        ``scores`` and ``answers`` by exercise id, and ``flags``: the class's
+        flags (:func:`class_report`; for the teacher, never in the feedback).
     """
     import nbformat
 
@@ -123,9 +159,11 @@ def score_notebook(path: Path, *, timeout: float = 300.0,
     cells = graded_checks(nbformat.read(path, as_version=4))
     ids = list(dict.fromkeys(cells.values()))
     if not ids:
-        return {"status": "graded", "reason": "", "cells": {}}
+        return {"status": "graded", "reason": "", "cells": {}, "scores": {},
+                "answers": {}, "flags": []}
     [row] = grade([path], exercises=ids, timeout=timeout, memory_mb=memory_mb,
                   jobs=1, progress=False)  # one notebook: no count to show
+    row.submission = name or path.stem
     return {
         "status": row.status,
         "reason": row.reason,
@@ -133,6 +171,9 @@ def score_notebook(path: Path, *, timeout: float = 300.0,
                              "fraction": row.scores.get(exercise_id, 0.0),
                              "markdown": _cell_feedback(row, exercise_id)}
                   for grade_id, exercise_id in cells.items()},
+        "scores": row.scores,
+        "answers": row.answers,
+        "flags": class_report(row, classmates or {}),
     }
 
 
@@ -149,15 +190,28 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds for the whole notebook")
     parser.add_argument("--memory-mb", type=int, default=4096,
                         help="memory limit of its process, 0 for none")
+    parser.add_argument("--name", help="the student's name, for the class's flags")
+    parser.add_argument("--class", dest="classmates", type=existing_path,
+                        help="JSON: the other students' scores and answers, by "
+                             "name; the report then holds the class's flags")
     add_version(parser)
     args = parser.parse_args(argv)
-    report = score_notebook(args.notebook, timeout=args.timeout,
-                            memory_mb=args.memory_mb)
-    # Written whole, then renamed: CourseScores never reads half a report.
-    partial = args.out.with_suffix(".partial")
-    partial.write_text(json.dumps(report, ensure_ascii=False), encoding="utf-8")
-    partial.replace(args.out)
-    return 0
+    classmates = (json.loads(args.classmates.read_text(encoding="utf-8"))
+                  if args.classmates else {})
+
+    def scored() -> int:
+        report = score_notebook(args.notebook, timeout=args.timeout,
+                                memory_mb=args.memory_mb, name=args.name,
+                                classmates=classmates)
+        # Written whole, then renamed: CourseScores never reads half a report.
+        partial = args.out.with_suffix(".partial")
+        partial.write_text(json.dumps(report, ensure_ascii=False), encoding="utf-8")
+        partial.replace(args.out)
+        return 0
+
+    # The grader's own stops (a changed environment, no wall) are one line on
+    # stderr, which CourseScores shows, not a traceback.
+    return run_command(scored)
 
 
 if __name__ == "__main__":
