@@ -13,7 +13,9 @@ call, or rewrites the test cells before they run, still scores zero: the
 scores come from the course's grader in a fresh process. And nbgrader's
 kernel runs behind the grader's wall: a hostile notebook writes nothing into
 the environment or ~/.jax-course, reads no other submission, reaches no
-socket on 127.0.0.1, and leaves no process behind.
+socket on 127.0.0.1, and leaves no process behind. The hostile class's ways
+of borrowing a reference answer (tests/hostile_class.py) score zero with
+their reason, and the class's flags reach nbgrader's gradebook and log.
 """
 
 from __future__ import annotations
@@ -31,11 +33,25 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from hostile_class import (
+    BATCHED,
+    BORROWED,
+    ELBO,
+    HONEST_BATCHED,
+    LIBRARY_ELBO,
+    TWIN,
+    TWIN_RETYPED,
+    VMAPPED,
+    borrowed_sentence,
+    with_answers,
+)
 
 from jaxcourse.exercises import authoring, check, get
+from jaxcourse.exercises.answers import reference_digest
+from jaxcourse.exercises.grading_rows import SubmissionResult
 from jaxcourse.exercises.nbgrader import autograde
 from jaxcourse.exercises.nbgrader_preprocessor import CourseChangedError, CourseScores
-from jaxcourse.exercises.nbgrader_scores import graded_checks
+from jaxcourse.exercises.nbgrader_scores import class_report, graded_checks
 from jaxcourse.exercises.release_stubs import release_cells
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -223,6 +239,95 @@ def test_course_scores_refuse_an_environment_changed_since_nbgrader_started(
         CourseScores.watch([])
 
 
+def test_the_class_report_is_the_graders_flags_with_this_notebook_among_them(
+) -> None:
+    pasted = reference_digest(get(BATCHED).solution_source())
+    row = SubmissionResult("carol", {BATCHED: 1.0, VMAPPED: 1.0}, "graded",
+                           answers={BATCHED: pasted, VMAPPED: "shared"})
+    classmates = {
+        "alice": {"scores": {BATCHED: 1.0, VMAPPED: 1.0},
+                  "answers": {BATCHED: "hers", VMAPPED: "shared"}},
+        # The same answer, but it earned nothing: not compared.
+        "bob": {"scores": {VMAPPED: 0.0}, "answers": {VMAPPED: "shared"}},
+        # Carol's own earlier notebook: this one replaces it.
+        "carol": {"scores": {VMAPPED: 1.0}, "answers": {VMAPPED: "hers"}},
+    }
+    assert class_report(row, classmates) == [
+        {"exercise": BATCHED, "submission": "carol", "flag": "pasted", "others": [],
+         "text": "pasted the reference answer"},
+        {"exercise": VMAPPED, "submission": "alice", "flag": "same",
+         "others": ["carol"], "text": "same answer as carol"},
+        {"exercise": VMAPPED, "submission": "carol", "flag": "same",
+         "others": ["alice"], "text": "same answer as alice"},
+    ]
+    assert class_report(row, {})[1:] == []  # alone: only what it pasted
+
+
+# Stands for the course's Python: writes the report CourseScores reads, each
+# student with one answer, all the same, so that every two are flagged; and
+# keeps the classmates it was given, for the test to read.
+FAKE_COURSE = """\
+import json, sys
+args = sys.argv
+name = args[args.index("--name") + 1]
+assert args[args.index("--class") + 1] == "-"
+mates = json.load(sys.stdin)
+with open(args[args.index("--out") + 1] + ".mates", "w") as kept:
+    json.dump(mates, kept)
+everyone = sorted({*mates, name})
+flags = [{"exercise": "mlp.relu", "submission": n, "flag": "same",
+          "others": [o for o in everyone if o != n], "text": "same answer"}
+         for n in everyone] if len(everyone) > 1 else []
+json.dump({"status": "borrowed" if name == "bob" else "graded",
+           "reason": "borrowed the reference answer" if name == "bob" else "",
+           "cells": {"relu": {"exercise": "mlp.relu", "fraction": 1.0,
+                              "markdown": "**mlp.relu: 100%**"}},
+           "scores": {"mlp.relu": 1.0}, "answers": {"mlp.relu": "same"},
+           "flags": flags}, open(args[args.index("--out") + 1], "w"))
+"""
+
+
+def test_course_scores_keep_the_class_and_say_its_flags(
+        tmp_path: Path, monkeypatch, caplog) -> None:
+    fake = tmp_path / "course-python"
+    fake.write_text(f"#!{sys.executable}\n{FAKE_COURSE}")
+    fake.chmod(0o755)
+    mates: list[dict] = []
+    real_run = subprocess.run
+
+    def run(command, **options):
+        done = real_run(command, **options)
+        out = Path(command[command.index("--out") + 1])
+        mates.append(json.loads(Path(f"{out}.mates").read_text()))
+        return done
+
+    monkeypatch.setattr(subprocess, "run", run)
+    scores = CourseScores(python=str(fake), flags_dir=str(tmp_path / "flags"))
+    caplog.set_level("INFO")
+    for student in ("alice", "bob", "alice"):
+        nb = _tiny("def relu(x):\n    return x", ONE_HOT_STUB)
+        who = {"student": student, "assignment": "03_bayes", "notebook": "nb"}
+        graded, _ = scores(nb, {"nbgrader": who})
+        assert graded.cells[2].outputs[0].data["text/plain"] == "2.0"
+        # The learner's feedback names no other student.
+        assert "same answer" not in json.dumps(graded.cells[2].outputs[0].data)
+    # Each notebook is compared with the others graded before it, never with
+    # an earlier notebook of its own.
+    assert mates[0] == {}
+    assert list(mates[1]) == ["alice"]
+    assert list(mates[2]) == ["bob"]
+    known = json.loads((tmp_path / "flags" / "03_bayes.json").read_text())
+    assert sorted(known["students"]) == ["alice", "bob"]
+    assert known["students"]["bob"]["status"] == "borrowed"
+    assert [(f["submission"], f["others"]) for f in known["flags"]] == [
+        ("alice", ["bob"]), ("bob", ["alice"])]
+    # nbgrader's log, which the teacher reads, says each flag and verdict.
+    said = [r.getMessage() for r in caplog.records]
+    assert "The course's grader: bob: borrowed: borrowed the reference answer" in said
+    assert ("The course's grader flags alice for mlp.relu: same answer "
+            "(the score stands)") in said
+
+
 @pytest.mark.slow  # the course's grader runs the notebook in a process
 def test_course_scores_replace_what_the_kernel_printed(tmp_path: Path) -> None:
     nb = _tiny("def relu(x):\n    return jnp.maximum(0, x)", ONE_HOT_STUB)
@@ -285,12 +390,13 @@ with Gradebook("sqlite:///gradebook.db") as gb:
     out = {}
     for student in sys.argv[2:]:
         sub = gb.find_submission(sys.argv[1], student)
-        cells = gb.find_submission_notebook(sys.argv[1] + "_exercises", sys.argv[1],
-                                            student).grades
+        nb = gb.find_submission_notebook(sys.argv[1] + "_exercises", sys.argv[1],
+                                         student)
         out[student] = {
             "score": sub.score, "max_score": sub.max_score,
             "needs_manual_grade": sub.needs_manual_grade,
-            "cells": {g.name: g.auto_score for g in cells},
+            "cells": {g.name: g.auto_score for g in nb.grades},
+            "flagged": nb.flagged,
         }
 print(json.dumps(out))
 """
@@ -415,6 +521,21 @@ def test_nbgrader_releases_and_autogrades_chapter_3(
     _submit(course, "partial", partial)
     for student, nb in cheats.items():
         _submit(course, student, nb)
+    # The hostile class's three ways past the in-process tripwire
+    # (tests/hostile_class.py), with a library answer and two students whose
+    # own answer is the same beside them: each borrowed answer scores 0 with
+    # its reason, the others as checked, and the class's flags reach nbgrader.
+    borrowers = {
+        "k_course_helper": {"batched_log_joint": BORROWED["k_course_helper"][2],
+                            "vmapped_log_joint": TWIN},
+        "l_detector_off": {"batched_log_joint": HONEST_BATCHED[1],
+                           "vmapped_log_joint": BORROWED["l_detector_off"][2],
+                           "elbo_value_and_grad": LIBRARY_ELBO},
+        "m_exec_changed": {"batched_log_joint": BORROWED["m_exec_changed"][2],
+                           "vmapped_log_joint": TWIN_RETYPED},
+    }
+    for student, cells in borrowers.items():
+        _submit(course, student, with_answers(copy.deepcopy(handed_out), **cells))
     try:
         log = _nbgrader(nbgrader_bin, course, "autograde", CHAPTER, timeout=1500)
         # Behind the wall: nothing written into the environment or the
@@ -440,7 +561,7 @@ def test_nbgrader_releases_and_autogrades_chapter_3(
                         "other": "FileNotFoundError", "network": "OSError",
                         "children": 5}, attempts
 
-    students = ["solver", "untouched", "partial", *cheats]
+    students = ["solver", "untouched", "partial", *cheats, *borrowers]
     proc = subprocess.run(
         [str(nbgrader_bin / "python"), "-c", GRADEBOOK, CHAPTER, *students],
         cwd=course, capture_output=True, text=True, timeout=60, check=True)
@@ -451,23 +572,75 @@ def test_nbgrader_releases_and_autogrades_chapter_3(
     fraction = pytest.approx(check("bayes.batched_log_joint", _no_axis).score,
                              abs=1e-4)
     nothing = {"score": 0.0, "max_score": 5.0, "needs_manual_grade": False,
-               "cells": dict.fromkeys(names, 0.0)}
+               "cells": dict.fromkeys(names, 0.0), "flagged": False}
+
+    def one(name: str, flagged: bool) -> dict:
+        return {"score": 1.0, "max_score": 5.0, "needs_manual_grade": False,
+                "cells": {**dict.fromkeys(names, 0.0), name: 1.0},
+                "flagged": flagged}
+
+    # A flagged answer (pasted, shared) scores as checked; a borrowed one 0.
+    # nbgrader's flag (the formgrader's flag column, for the teacher) marks
+    # every submission the course's grader flags, borrowed or tampered.
     assert grades == {
         "solver": {"score": 5.0, "max_score": 5.0, "needs_manual_grade": False,
-                   "cells": dict.fromkeys(names, 1.0)},
+                   "cells": dict.fromkeys(names, 1.0), "flagged": True},
         "untouched": nothing,
         "partial": {"score": pytest.approx(1 + fraction.expected, abs=1e-4),
                     "max_score": 5.0, "needs_manual_grade": False,
                     "cells": {**dict.fromkeys(names, 0.0), "batched_log_joint":
-                              fraction, "vmapped_log_joint": 1.0}},
+                              fraction, "vmapped_log_joint": 1.0},
+                    "flagged": False},
         "patcher": nothing,
         "rewriter": nothing,
-        "hostile": nothing,
+        "hostile": {**nothing, "flagged": True},
+        "k_course_helper": one("vmapped_log_joint", True),
+        "l_detector_off": one("batched_log_joint", True),
+        "m_exec_changed": one("vmapped_log_joint", True),
     }
+    _assert_the_class_flags_reach_nbgrader(course, log, borrowers)
     # nbgrader warns when a read-only cell differs from its release; none does
     # here (a test cell's hidden region used to make each one differ, even in
     # the untouched release).
     assert "has changed" not in log, log[-4000:]
+
+
+def _feedback(course: Path, student: str) -> dict[str, str]:
+    """Return the Markdown feedback under each test cell, by exercise id.
+
+    Each starts with the exercise and its score: ``**bayes.x: 0%**``.
+    """
+    nb = nbformat.read(course / "autograded" / student / CHAPTER / NAME, as_version=4)
+    said = [o.data["text/markdown"] for c in nb.cells if c.cell_type == "code"
+            for o in c.outputs if "text/markdown" in o.get("data", {})]
+    return {text.split(":", 1)[0].strip("*"): text for text in said}
+
+
+def _assert_the_class_flags_reach_nbgrader(course: Path, log: str,
+                                           borrowers: dict) -> None:
+    """Each borrowed answer's reason in its cell; the class's flags for the teacher."""
+    for student in borrowers:
+        exercise, how, _ = BORROWED[student]
+        said = _feedback(course, student)[exercise]
+        assert "Status: borrowed" in said and borrowed_sentence(exercise, how) in said
+    elbo = _feedback(course, "l_detector_off")[ELBO]
+    assert "uses the course's `jaxcourse.bayes.elbo`" in elbo, elbo
+    known = json.loads((course / "jaxcourse_flags" / f"{CHAPTER}.json").read_text())
+    assert known["flags"] == [
+        {"exercise": BATCHED, "submission": "solver", "flag": "pasted",
+         "others": [], "text": "pasted the reference answer"},
+        {"exercise": VMAPPED, "submission": "k_course_helper", "flag": "same",
+         "others": ["m_exec_changed"], "text": "same answer as m_exec_changed"},
+        {"exercise": VMAPPED, "submission": "m_exec_changed", "flag": "same",
+         "others": ["k_course_helper"], "text": "same answer as k_course_helper"},
+    ]
+    assert {n: s["status"] for n, s in known["students"].items()
+            if s["status"] != "graded"} == {
+        "hostile": "tampered", **dict.fromkeys(borrowers, "borrowed")}
+    assert ("The course's grader flags m_exec_changed for bayes.vmapped_log_joint: "
+            "same answer as k_course_helper (the score stands)") in log, log[-4000:]
+    # The learner's feedback names no other student.
+    assert "k_course_helper" not in json.dumps(_feedback(course, "m_exec_changed"))
 
 
 @pytest.mark.slow

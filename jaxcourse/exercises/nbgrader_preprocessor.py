@@ -303,20 +303,22 @@ class CourseScores(LoggingConfigurable):
             command = [self.python, "-m", COURSE_MODULE, str(notebook), "--out",
                        str(out), "--timeout", f"{self.timeout:g}",
                        "--memory-mb", str(self.memory_mb)]
+            classmates = None
             if student and class_file is not None:
-                classmates = Path(folder) / "class.json"
+                # On standard input, not in a file: no other student's name
+                # lies where the submission's process might look.
                 students = _read_class(class_file)["students"]
                 students.pop(student, None)  # a notebook graded again
-                classmates.write_text(json.dumps(students, ensure_ascii=False),
-                                      encoding="utf-8")
-                command += ["--name", student, "--class", str(classmates)]
+                classmates = json.dumps(students, ensure_ascii=False)
+                command += ["--name", student, "--class", "-"]
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join(
                 [*self.path, *filter(None, [env.get("PYTHONPATH")])])
             try:
                 done = subprocess.run(command, cwd=folder, env=env,
                                       capture_output=True, text=True,
-                                      stdin=subprocess.DEVNULL,
+                                      input=classmates if classmates else None,
+                                      stdin=None if classmates else subprocess.DEVNULL,
                                       timeout=self.timeout + _OVERHEAD)
             except (OSError, subprocess.TimeoutExpired) as err:
                 raise RuntimeError(f"the course's grader did not run: {err}") from None

@@ -17,9 +17,9 @@ runs the learner's cells against a read-only copy of the course, as ``python
 -m jaxcourse.exercises.grading`` does) and writes, for each cell, the fraction
 of tests passed and the feedback; ``CourseScores`` puts the score in points in
 place of what the cell printed in the kernel. With ``--name STUDENT --class
-FILE`` (the answers of the students ``CourseScores`` autograded before) it
-also writes the class's flags, this notebook among them
-(:func:`class_report`).
+FILE`` (``-``: standard input; the answers of the students ``CourseScores``
+autograded before) it also writes the class's flags, this notebook among
+them (:func:`class_report`).
 
 Nothing imports this module but its command line (the reference outputs'
 fingerprints follow imports, and the grader is not what computes them).
@@ -191,13 +191,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-mb", type=int, default=4096,
                         help="memory limit of its process, 0 for none")
     parser.add_argument("--name", help="the student's name, for the class's flags")
-    parser.add_argument("--class", dest="classmates", type=existing_path,
-                        help="JSON: the other students' scores and answers, by "
-                             "name; the report then holds the class's flags")
+    parser.add_argument("--class", dest="classmates",
+                        help="JSON file (- for standard input): the other "
+                             "students' scores and answers, by name; the report "
+                             "then holds the class's flags")
     add_version(parser)
     args = parser.parse_args(argv)
-    classmates = (json.loads(args.classmates.read_text(encoding="utf-8"))
-                  if args.classmates else {})
+    classmates = {}
+    if args.classmates == "-":
+        classmates = json.loads(sys.stdin.read() or "{}")
+    elif args.classmates:
+        classmates = json.loads(existing_path(args.classmates).read_text(
+            encoding="utf-8"))
 
     def scored() -> int:
         report = score_notebook(args.notebook, timeout=args.timeout,
