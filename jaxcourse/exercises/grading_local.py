@@ -77,7 +77,8 @@ class Environment:
     every file's size and time, ``__pycache__`` left out): a ``.pth`` or a
     module written there, or a package installed or upgraded, runs in every
     later process, each submission's and the grader's. On the course's own
-    environment (57,000 files, 8 GB) a fingerprint takes about half a second.
+    environment (57,000 files, 8 GB) a fingerprint takes 0.4 to 0.6 s, about
+    1.3 s on a busy two-core machine: reading every byte would take minutes.
     """
 
     def __init__(self, folders: list[str] | None = None,
