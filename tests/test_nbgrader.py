@@ -316,7 +316,7 @@ def test_course_scores_keep_the_class_and_say_its_flags(
     assert mates[0] == {}
     assert list(mates[1]) == ["alice"]
     assert list(mates[2]) == ["bob"]
-    known = json.loads((tmp_path / "flags" / "03_bayes.json").read_text())
+    known = json.loads((tmp_path / "flags" / "03_bayes" / "nb.json").read_text())
     assert sorted(known["students"]) == ["alice", "bob"]
     assert known["students"]["bob"]["status"] == "borrowed"
     assert [(f["submission"], f["others"]) for f in known["flags"]] == [
@@ -625,7 +625,8 @@ def _assert_the_class_flags_reach_nbgrader(course: Path, log: str,
         assert "Status: borrowed" in said and borrowed_sentence(exercise, how) in said
     elbo = _feedback(course, "l_detector_off")[ELBO]
     assert "uses the course's `jaxcourse.bayes.elbo`" in elbo, elbo
-    known = json.loads((course / "jaxcourse_flags" / f"{CHAPTER}.json").read_text())
+    known = json.loads((course / "jaxcourse_flags" / CHAPTER
+                        / f"{CHAPTER}_exercises.json").read_text())
     assert known["flags"] == [
         {"exercise": BATCHED, "submission": "solver", "flag": "pasted",
          "others": [], "text": "pasted the reference answer"},

@@ -25,9 +25,9 @@ The class's flags reach nbgrader too, for the teacher only: the grader's
 verdicts (an answer that borrows the reference, or a library function that
 computes it: zero, with the reason in the cell's feedback) and the class's
 flags (an answer that pastes the shown solution, answers two students share:
-scored as checked). Each notebook's answers join the assignment's class file
-(``jaxcourse_flags/<assignment>.json`` in nbgrader's course folder, where
-the kernel cannot reach), the class's flags are computed from it by the
+scored as checked). Each notebook's answers join its class file
+(``jaxcourse_flags/<assignment>/<notebook>.json`` in nbgrader's course
+folder, where the kernel cannot reach), the class's flags are computed from it by the
 course's grader (:func:`jaxcourse.exercises.grading_tables.class_flags`), and
 every flagged submission gets nbgrader's own flag in its gradebook (the flag
 column of the formgrader), with a line in nbgrader's log. The learner's
@@ -152,9 +152,9 @@ class CourseScores(LoggingConfigurable):
         4096, help="Memory limit of the notebook's process, in MB; 0 for none."
     ).tag(config=True)
     flags_dir = Unicode(
-        "jaxcourse_flags", help="Folder of each assignment's class file (the "
-        "answers compared for the class's flags, and the flags), relative to "
-        "nbgrader's course folder, where nbgrader runs."
+        "jaxcourse_flags", help="Folder of the class files, one per assignment "
+        "and notebook (the answers compared for the class's flags, and the "
+        "flags), relative to nbgrader's course folder, where nbgrader runs."
     ).tag(config=True)
     # nbconvert sets this on every preprocessor it registers.
     enabled = Bool(True)
@@ -228,8 +228,8 @@ class CourseScores(LoggingConfigurable):
         self._check_course()
         who = resources.get("nbgrader") or {}
         student, assignment = who.get("student"), who.get("assignment")
-        class_file = (Path(self.flags_dir) / f"{assignment}.json"
-                      if student and assignment else None)
+        class_file = (Path(self.flags_dir) / assignment / f"{who['notebook']}.json"
+                      if student and assignment and who.get("notebook") else None)
         report = self._grade(nb, student, class_file)
         for cell in tests:
             found = report["cells"].get(cell.metadata.nbgrader["grade_id"])
