@@ -28,6 +28,10 @@ Each verdict is one of:
   the cases miss the mistake: each is listed, to be looked at, and left out
   of the fraction.
 
+A module may also hold ``RIGHT``: answers that are right though written
+unlike the references. Each is **right** when its Check passes and
+**rejected** (a false verdict, listed) when it does not.
+
 Printed: a table per exercise (answers, named, unnamed, accepted, the named
 fraction), the answers not named (so the next diagnosis can be chosen), the
 accepted ones, and the overall fraction. The target: at least 60 % named
@@ -50,8 +54,12 @@ ANSWERS_DIR = HERE / "blind_answers"
 MARK = "NAMED-JSON:"
 
 
-def load_answers() -> list[tuple[str, str, object, str]]:
-    """Return ``(exercise id, module name, function, what)`` for every blind answer."""
+def load_answers(table: str = "ANSWERS") -> list[tuple[str, str, object, str]]:
+    """Return ``(exercise id, module name, function, what)`` for every blind answer.
+
+    ``table`` is ``"ANSWERS"`` (the wrong ones) or ``"RIGHT"`` (right ones
+    written unlike the references, which a module may add: each must pass).
+    """
     found = []
     for path in sorted(ANSWERS_DIR.glob("*.py")):
         if path.name.startswith("_"):
@@ -61,7 +69,7 @@ def load_answers() -> list[tuple[str, str, object, str]]:
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # inspect.getsource finds launched answers
         spec.loader.exec_module(module)
-        for exercise_id, function, what in module.ANSWERS:
+        for exercise_id, function, what in getattr(module, table, []):
             found.append((exercise_id, path.stem, function, what))
     return found
 
@@ -86,7 +94,10 @@ def value_only(problem: str, language: str) -> bool:
     texts = {**MESSAGES["en"], **MESSAGES[language]}
     if " — " in problem:  # a known mistake's message follows the difference
         return False
-    diffs = [_template(texts[k]) for k in ("wrong_values", "wrong_values_large")]
+    # A choice said by its name ("expected 'no remat', got 'full remat'") is
+    # a difference of values too: it names what differs, not why.
+    diffs = [_template(texts[k]) for k in ("wrong_values", "wrong_values_large",
+                                          "wrong_values_one", "wrong_choice")]
     candidates = [problem]
     inside = _template(texts["at_path"], capture="problem").match(problem)
     if inside:
@@ -143,7 +154,9 @@ def child(devices: int, only: list[str]) -> None:
 
     known = set(exercise_ids())
     rows = []
-    for exercise_id, module, function, what in load_answers():
+    answers = [(*row, False) for row in load_answers()] + [
+        (*row, True) for row in load_answers("RIGHT")]
+    for exercise_id, module, function, what, right in answers:
         targets = [exercise_id]
         twin = exercise_id.replace("dp_zh.", "dp_zh_hans.", 1)
         if twin != exercise_id and twin in known:
@@ -155,8 +168,11 @@ def child(devices: int, only: list[str]) -> None:
                 continue
             result = check(target, function)
             failed = [f.message for f in result.feedback if not f.passed]
+            said = verdict(result)
+            if right:  # a right answer: passed, or rejected (a false verdict)
+                said = "right" if result.passed else "rejected"
             rows.append({"id": target, "answer": function.__name__, "what": what,
-                         "module": module, "verdict": verdict(result),
+                         "module": module, "verdict": said,
                          "failed": failed[:2]})
     print(MARK + json.dumps(rows, ensure_ascii=False), flush=True)
 
@@ -194,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         table[row["id"]][row["verdict"]] += 1
     print(f"{'exercise':36} {'answers':>7} {'named':>6} {'raised':>7} {'unnamed':>8} "
-          f"{'accepted':>9} {'named %':>8} {'+raised %':>10}")
+          f"{'accepted':>9} {'named %':>8} {'+raised %':>10} {'right':>6} "
+          f"{'rejected':>9}")
     low = []
     for exercise_id in sorted(table):
         t = table[exercise_id]
@@ -205,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
             low.append(exercise_id)
         print(f"{exercise_id:36} {judged + t['accepted']:7d} {t['named']:6d} "
               f"{t['raised']:7d} {t['unnamed']:8d} {t['accepted']:9d} {share:7.0f}% "
-              f"{loose:9.0f}%")
+              f"{loose:9.0f}% {t['right'] + t['rejected']:6d} {t['rejected']:9d}")
     named = sum(t["named"] for t in table.values())
     raised = sum(t["raised"] for t in table.values())
     judged = sum(t["named"] + t["raised"] + t["unnamed"] for t in table.values())
@@ -217,6 +234,10 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         if row["verdict"] == "accepted":
             print(f"  {row['id']} {row['answer']}: {row['what']}")
+    print("\nrejected (right answers the check refused: false verdicts):")
+    for row in rows:
+        if row["verdict"] == "rejected":
+            print(f"  {row['id']} {row['answer']}: {row['failed'][0][:150]}")
     overall = 100 * named / judged if judged else float("nan")
     loose = 100 * (named + raised) / judged if judged else float("nan")
     print(f"\nnamed: {named} of {judged} wrong answers ({overall:.0f} %; target "

@@ -61,6 +61,7 @@ from solutions.multiprocess_mistakes import (
     _end_both_timeouts,
     _end_crash_always_at_once,
     _end_crash_at_the_barrier,
+    _end_finish_at_once,
     _end_finish_never,
     _end_hook_ignored,
     _end_kill_always_at_once,
@@ -565,6 +566,10 @@ register(
             Mistake("the shutdown barrier fails after shutdown_timeout alone: the "
                     "process waiting there is alive and misses no heartbeat",
                     _end_both_timeouts),
+            Mistake("a process that finished early exits with code 0, which "
+                    "neither srun's option nor the coordinator acts on: the others "
+                    "wait at the shutdown barrier, which fails after "
+                    "shutdown_timeout", _end_finish_at_once),
         ],
     ),
     Exercise(

@@ -120,6 +120,15 @@ def _end_crash_always_at_once(how, hook, kill, heartbeat, shutdown):
     return float(shutdown)
 
 
+def _end_finish_at_once(how, hook, kill, heartbeat, shutdown):
+    # An early finish taken to end the others at once.
+    if how == "finish":
+        return 0.0
+    if _gone_at_once(how, hook):
+        return 0.0 if kill else float(heartbeat)
+    return float(shutdown)
+
+
 def _end_both_timeouts(how, hook, kill, heartbeat, shutdown):
     # The barrier taken to wait for a heartbeat timeout first, then its own.
     if _gone_at_once(how, hook):

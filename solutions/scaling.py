@@ -270,6 +270,15 @@ register(
                     wrong.state_fsdp_over_all_devices, cases=ON_RANDOM),
             Mistake("FSDP + TP splits each weight over both axes: data × model "
                     "pieces, not data", wrong.state_fsdp_tp_over_data, cases=ON_RANDOM),
+            Mistake("FSDP + TP splits each weight over both axes: data × model "
+                    "pieces, not model", wrong.state_fsdp_tp_over_model,
+                    cases=ON_RANDOM),
+            Mistake("every block has its own two matrices: multiply one block's "
+                    "bytes by the number of layers", wrong.state_one_block,
+                    cases=ON_RANDOM),
+            Mistake("4 bytes too many: Adam's step count is left out here, as the "
+                    "text says; count the four copies of the weights alone",
+                    wrong.state_with_step_count, cases=ON_RANDOM),
         ],
     ),
     Exercise(
@@ -314,6 +323,12 @@ register(
                     "in between, and an output may reuse an argument's buffer; "
                     "read XLA's own peak_memory_in_bytes",
                     wrong.memory_peak_args_outputs),
+            Mistake("x and y are the batch, not the state: a new batch comes "
+                    "every step; the state is every array of params and opt_state",
+                    wrong.memory_state_with_batch),
+            Mistake("this is arguments + outputs + temporaries, as if every buffer "
+                    "lived for the whole step: XLA's peak is the memory analysis's "
+                    "peak_memory_in_bytes", wrong.memory_peak_as_plain_sum),
             Mistake("the temporaries are only part of the peak: read "
                     "peak_memory_in_bytes", wrong.memory_peak_as_temp),
             Mistake("only the parameters were donated: Adam's moments are replaced "

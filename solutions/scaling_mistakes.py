@@ -65,6 +65,23 @@ def state_fsdp_tp_over_data(size, layout, data, model):
     return 4 * _weights_bytes(size) // pieces
 
 
+def state_fsdp_tp_over_model(size, layout, data, model):
+    """FSDP + TP divided by the "model" axis alone, as tensor parallelism."""
+    pieces = model if layout == "FSDP + TP" else _shards(layout, data, model)
+    return 4 * _weights_bytes(size) // pieces
+
+
+def state_one_block(size, layout, data, model):
+    """Count one block's two matrices, not every layer's."""
+    one = 2 * size.width * size.hidden * scaling.F32
+    return 4 * one // _shards(layout, data, model)
+
+
+def state_with_step_count(size, layout, data, model):
+    """Add Adam's 4-byte step count, which the exercise leaves out."""
+    return 4 * _weights_bytes(size) // _shards(layout, data, model) + 4
+
+
 # ---- step_memory ---------------------------------------------------------
 
 
@@ -122,6 +139,25 @@ def memory_peak_args_outputs(step, params, opt_state, x, y):
         m = jax.jit(step, donate_argnums=donate).lower(*args).compile() \
             .memory_analysis()
         totals.append(m.argument_size_in_bytes + m.output_size_in_bytes)
+    return {**found, "peak": totals[0], "donated_peak": totals[1]}
+
+
+def memory_state_with_batch(step, params, opt_state, x, y):
+    """Take every argument, the batch too, for the state."""
+    found, plain = _memory(step, params, opt_state, x, y)
+    return {**found, "state": plain.argument_size_in_bytes}
+
+
+def memory_peak_as_plain_sum(step, params, opt_state, x, y):
+    """Take each peak as arguments + outputs + temporaries."""
+    args = (params, opt_state, x, y)
+    found, _ = _memory(step, *args)
+    totals = []
+    for donate in ((), (0, 1)):
+        m = jax.jit(step, donate_argnums=donate).lower(*args).compile() \
+            .memory_analysis()
+        totals.append(m.argument_size_in_bytes + m.output_size_in_bytes
+                      + m.temp_size_in_bytes)
     return {**found, "peak": totals[0], "donated_peak": totals[1]}
 
 

@@ -131,7 +131,11 @@ def _named(value: Choice | np.ndarray) -> Choice:
 def _compare_choices(exp: Choice, got: Choice, language: str) -> str:
     if exp.name == got.name:
         return ""
-    return message("wrong_choice", language, expected=exp.name, got=got.name)
+    said = message("wrong_choice", language, expected=exp.name, got=got.name)
+    if exp.name == "None" and got.name.strip("'\"").lower() in ("none", "null", ""):
+        # The word for nothing, written as text: Python's None is no string.
+        said += " — " + message("none_as_text", language)
+    return said
 
 
 def _axis(name: str, language: str) -> str:

@@ -29,6 +29,8 @@ TEXTS: dict[str, str] = {
     "summary_deferred": "{id}: graded separately",
     "checking": "Checking…",
     "attempt": "check {n}",
+    "check_library_answer": "this is `{name}`, the course's own function: write "
+    "the reasoning yourself (a class's grading counts it as borrowed)",
     # Where in a returned value a problem is (see judging.where).
     "structure_array": "array",
     "path_first_item": "the {ordinal} returned value",
@@ -129,6 +131,7 @@ TEXTS: dict[str, str] = {
     "100), or the reverse?",
     # A categorical answer, by its name; a PartitionSpec, by dimension.
     "wrong_choice": "expected {expected}, got {got}",
+    "none_as_text": "return None itself, not a string that reads like it",
     "spec_dimension": "dimension {dim} is {got}, expected {expected}",
     "spec_over": "sharded over {axis}",
     "spec_whole": "whole (None)",

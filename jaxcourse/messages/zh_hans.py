@@ -25,6 +25,8 @@ TEXTS: dict[str, str] = {
     "summary_deferred": "{id}：另行评分",
     "checking": "检查中……",
     "attempt": "第 {n} 次检查",
+    "check_library_answer": "这就是课程自己的函数 `{name}`：请自己写出推理过程"
+    "（课堂评分会把它算作借用的答案）",
     "structure_array": "数组",
     "path_first_item": "第 {n} 个返回值",
     "path_first_key": "返回的 {key} 项",
@@ -102,6 +104,7 @@ TEXTS: dict[str, str] = {
     "或在该用给定数量的地方写死了 8？",
     "cause_percent": "：是不是该用分数的地方用了百分比（没有除以 100），或反过来？",
     "wrong_choice": "预期 {expected}，得到 {got}",
+    "none_as_text": "请直接返回 None，而不是看起来像它的字符串",
     "spec_dimension": "第 {dim} 维{got}，预期 {expected}",
     "spec_over": "沿 {axis} 切分",
     "spec_whole": "未切分（None）",

@@ -23,6 +23,8 @@ TEXTS: dict[str, str] = {
     "summary_deferred": "{id}：另行評分",
     "checking": "檢查中……",
     "attempt": "第 {n} 次檢查",
+    "check_library_answer": "這就是課程自己的函式 `{name}`：請自己寫出推理過程"
+    "（課堂評分會把它算作借用的答案）",
     "structure_array": "陣列",
     "path_first_item": "第 {n} 個回傳值",
     "path_first_key": "回傳的 {key} 項",
@@ -100,6 +102,7 @@ TEXTS: dict[str, str] = {
     "或在該用給定數量的地方寫死了 8？",
     "cause_percent": "：是不是該用分數的地方用了百分比（沒有除以 100），或反過來？",
     "wrong_choice": "預期 {expected}，得到 {got}",
+    "none_as_text": "請直接回傳 None，而不是看起來像它的字串",
     "spec_dimension": "第 {dim} 維{got}，預期 {expected}",
     "spec_over": "沿 {axis} 切分",
     "spec_whole": "未切分（None）",

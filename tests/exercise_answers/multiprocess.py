@@ -391,6 +391,14 @@ def end_barrier_after_heartbeat(how, hook, kill_on_bad_exit, heartbeat, shutdown
     return float(heartbeat) + float(shutdown)
 
 
+def end_finish_is_clean(how, hook, kill_on_bad_exit, heartbeat, shutdown):
+    if how == "finish":
+        return 0.0  # exit code 0: nothing to wait for
+    if how == "crash" or (how == "raise" and hook):
+        return 0.0 if kill_on_bad_exit else float(heartbeat)
+    return float(shutdown)
+
+
 def end_with_a_table(how, hook, kill_on_bad_exit, heartbeat, shutdown):  # correct
     gone = {"raise": hook, "crash": True, "finish": False}[how]
     return (0.0 if kill_on_bad_exit else heartbeat) if gone else shutdown

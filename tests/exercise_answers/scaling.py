@@ -57,6 +57,18 @@ def state_hybrid_by_data(size, layout, data, model):
     return 16 * scaling.param_count(size) // pieces
 
 
+def state_with_adam_count(size, layout, data, model):  # the step count added back
+    pieces = {"data parallel": 1, "FSDP": data, "tensor parallel": model,
+              "FSDP + TP": data * model}[layout]
+    return 16 * scaling.param_count(size) // pieces + 4
+
+
+def state_hybrid_by_model(size, layout, data, model):
+    pieces = {"data parallel": 1, "FSDP": data, "tensor parallel": model,
+              "FSDP + TP": model}[layout]
+    return 16 * scaling.param_count(size) // pieces
+
+
 def state_from_module(size, layout, data, model):  # correct: the chapter's formula
     return scaling.state_bytes(size, layout, data, model)["total"]
 
@@ -140,6 +152,12 @@ def memory_inputs_plus_outputs(step, params, opt_state, x, y):
             "peak": plain.argument_size_in_bytes + plain.output_size_in_bytes,
             "donated_peak": donated.argument_size_in_bytes
             + donated.output_size_in_bytes}
+
+
+def memory_arguments_are_the_state(step, params, opt_state, x, y):
+    plain, donated = _analyses(step, params, opt_state, x, y)
+    return {"state": plain.argument_size_in_bytes, "peak": plain.peak_memory_in_bytes,
+            "donated_peak": donated.peak_memory_in_bytes}
 
 
 def memory_run_donated(step, params, opt_state, x, y):  # correct: runs it too
