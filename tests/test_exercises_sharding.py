@@ -36,6 +36,35 @@ def test_every_exercise_has_three_named_mistakes() -> None:
     assert all(wrong_ones[e] >= 3 and right_ones[e] >= 3 for e in IDS)
 
 
+def test_cheaper_products_random_shapes_cross_every_boundary() -> None:
+    """The random products put the batch on both sides of each rule's boundary.
+
+    The true one (m <= n: x is the smaller operand) against two a learner may
+    fit to the shown cases: the batch against the contracted dimension
+    (m <= k), and a threshold of 100 rows. Drawn as the case draws them.
+    """
+    import numpy as np
+
+    from solutions.sharding_checks import _PRODUCT_TURNS
+
+    rng = np.random.default_rng(3)
+    shapes = [_PRODUCT_TURNS[t % len(_PRODUCT_TURNS)](
+        lambda lo, hi: int(rng.integers(lo, hi))) for t in range(200)]
+    for m, _, n in shapes:
+        assert m % 8 == 0 and n % 8 == 0 and m != n  # splits evenly; no tie
+    truth = [m < n for m, _, n in shapes]
+    for rule in ([m <= k for m, k, _ in shapes], [m < 100 for m, _, _ in shapes]):
+        disagree = [r != t for r, t in zip(rule, truth, strict=True)]
+        # Both ways wrong: x gathered where w is smaller, and the reverse.
+        assert any(d and t for d, t in zip(disagree, truth, strict=True))
+        assert any(d and not t for d, t in zip(disagree, truth, strict=True))
+    # Every turn crosses at least one rule's boundary, so each of the 8 calls
+    # can tell a rule apart.
+    for turn in _PRODUCT_TURNS:
+        m, k, n = turn(lambda lo, hi: lo)
+        assert (m <= k) != (m < n) or (m < 100) != (m < n)
+
+
 def test_too_few_devices_is_a_clear_error() -> None:
     found = run_script(f"""
         import json
