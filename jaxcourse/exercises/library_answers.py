@@ -15,17 +15,28 @@ exercise is *borrowed*: zero, with the reason
 The table is kept complete by a test that searches each chapter's released
 package for every function whose result equals an exercise's on its cases
 (``tests/test_release_search.py``, which says what the search covers).
+
+The check panel says so too, at once: :func:`function_library_answer` finds
+the same use in a live function (its source, its helpers' and what its
+globals name), and the panel adds "this is ``transformer.param_count``: write
+the reasoning yourself" under the result (:func:`shown_name`), whether the
+answer passes or not: the exercise asks for the reasoning, which the library
+call skips.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
-from collections.abc import Iterator, Mapping, Sequence
+import inspect
+import textwrap
+import types
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from .answers import python_sources
 
-__all__ = ["LIBRARY_ANSWERS", "library_answer", "library_answers"]
+__all__ = ["LIBRARY_ANSWERS", "function_library_answer", "library_answer",
+           "library_answers", "shown_name"]
 
 #: Exercise id -> the library functions (``module.name``) whose result, as
 #: called, is that exercise's answer. Keyed by id, as the engine names
@@ -194,3 +205,85 @@ def library_answers(sources: Sequence[str],
         if hit is not None:
             found[exercise_id] = hit
     return found
+
+
+def shown_name(target: str) -> str:
+    """Return ``target`` as the chapters call it: its package and its name.
+
+    ``jaxcourse.transformer.config.param_count`` is ``transformer.param_count``
+    (the chapters import the package, which re-exports its modules' names).
+    """
+    parts = target.split(".")
+    return f"{parts[1]}.{parts[-1]}" if len(parts) > 2 else target
+
+
+def _names_read(code: types.CodeType) -> set[str]:
+    """Return the global names ``code`` and the functions nested in it read."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names_read(const)
+    return names
+
+
+def _live_sources(function: Callable) -> tuple[list[str], dict[str, str]]:
+    """Return the sources of ``function`` and of its helpers, and what names stand for.
+
+    A helper is a plain function of the learner's that ``function`` reads
+    from its globals (not one of the course's packages): its source joins
+    the list, and so on. Every other global it reads that is a module, a
+    function or a class is written ``name -> module.qualname``, as
+    :func:`_imports` would have it from the notebook's import cells.
+    """
+    from jaxcourse.course import content_packages
+
+    course = ("jaxcourse", *content_packages())
+    sources: list[str] = []
+    imports: dict[str, str] = {}
+    todo, seen = [function], set()
+    while todo:
+        current = inspect.unwrap(todo.pop())
+        if id(current) in seen or not isinstance(current, types.FunctionType):
+            continue
+        seen.add(id(current))
+        try:
+            sources.append(textwrap.dedent(inspect.getsource(current)))
+        except (OSError, TypeError):
+            continue  # no source to read (made by exec): nothing to say
+        namespace = current.__globals__
+        for name in _names_read(current.__code__):
+            value = namespace.get(name)
+            if isinstance(value, types.ModuleType):
+                imports[name] = value.__name__
+                continue
+            module = getattr(value, "__module__", None) or ""
+            qualname = getattr(value, "__qualname__", None)
+            if isinstance(value, types.FunctionType) and \
+                    module.split(".")[0] not in course:
+                todo.append(value)  # the learner's own helper: read it too
+            elif qualname:
+                imports[name] = f"{module}.{qualname}"
+    return sources, imports
+
+
+def function_library_answer(exercise_id: str, function: Callable) -> str | None:
+    """Return the library function of :data:`LIBRARY_ANSWERS` a live answer uses.
+
+    The check panel's counterpart of :func:`library_answer`, which reads a
+    notebook's cells: here the learner's function itself is read (its
+    source, the helpers of the learner's that it calls, and what its
+    globals are), so that the panel can name the call as soon as Check is
+    pressed. None when the exercise has no such function, when the answer
+    uses none, or when its source cannot be read.
+    """
+    targets = LIBRARY_ANSWERS.get(exercise_id, ())
+    if not targets or not callable(function):
+        return None
+    own = inspect.unwrap(function)
+    name = f"{getattr(own, '__module__', '')}.{getattr(own, '__qualname__', '')}"
+    if name in targets:
+        return name  # the library's function itself, under the exercise's name
+    sources, imports = _live_sources(function)
+    trees = list(_trees(sources))
+    statements = _closure(trees, getattr(own, "__name__", ""))
+    return next((t for t in targets if _uses(statements, imports, t)), None)

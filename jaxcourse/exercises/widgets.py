@@ -29,13 +29,14 @@ from ..messages import message
 from .class_release import published_solution, release_settings, solution_state
 from .explorer_base import Display
 from .judging import check
+from .library_answers import function_library_answer, shown_name
 from .registry import get
 from .result import Feedback, Result
 from .spec import Exercise
 from .warming import warm_up
 
-__all__ = ["CheckPanel", "check_panel", "checking_html", "hints_html", "result_html",
-           "solution_html"]
+__all__ = ["CheckPanel", "check_panel", "checking_html", "hints_html",
+           "library_note_html", "result_html", "solution_html"]
 
 _PASS, _FAIL, _IDLE = "#1a7f37", "#cf222e", "#57606a"
 # Show solution's code, highlighted with inline styles: a widget's HTML has no
@@ -76,6 +77,22 @@ def result_html(result: Result, attempt: int | None = None) -> str:
         f"<b style='color:{colour}'>{html.escape(result.summary())}</b>{note}"
         f"<ul style='margin:0.2em 0;padding-left:1.2em'>{lines}</ul>"
     )
+
+
+def library_note_html(exercise: Exercise, answer: Any) -> str:
+    """Say that ``answer`` is the course's own function for ``exercise``, if it is.
+
+    An answer that calls the library function computing the exercise's
+    result (:data:`~jaxcourse.exercises.library_answers.LIBRARY_ANSWERS`)
+    passes the check but skips the reasoning the exercise asks for, and a
+    class's grading scores it as borrowed: the panel says so under the
+    result. Empty for any other answer.
+    """
+    found = function_library_answer(exercise.id, answer)
+    if found is None:
+        return ""
+    text = message("check_library_answer", exercise.language, name=shown_name(found))
+    return f"<div style='color:{_FAIL}'>⚠ {_marked(text)}</div>"
 
 
 def checking_html(language: str) -> str:
@@ -204,12 +221,14 @@ class CheckPanel(Display):
         """
         self.check_button.disabled = True
         self.summary.value = checking_html(self.language)
+        answer = self.current_answer()
         try:
-            self.result = check(self.exercise.id, self.current_answer())
+            self.result = check(self.exercise.id, answer)
         finally:
             self.check_button.disabled = False
         self.attempts += 1
-        self.summary.value = result_html(self.result, self.attempts)
+        self.summary.value = result_html(self.result, self.attempts) + \
+            library_note_html(self.exercise, answer)
         # The next Check's launched processes start while this result is read.
         warm_up(self.exercise)
         return self.result

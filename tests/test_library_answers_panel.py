@@ -1,0 +1,139 @@
+"""The check panel names an answer that is the course's own function (issue #51).
+
+The grader flags such an answer as borrowed
+(:mod:`jaxcourse.exercises.library_answers`, ``tests/test_release_search.py``);
+here the panel says it at once, under the result: "this is
+``transformer.param_count``: write the reasoning yourself", for every exercise
+of :data:`~jaxcourse.exercises.library_answers.LIBRARY_ANSWERS`, through an
+alias or a helper of the learner's, and never for an answer of the learner's
+own.
+
+The learner's cells are written to a module file, as Jupyter keeps a cell's
+source where :func:`inspect.getsource` finds it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+from pathlib import Path
+
+import pytest
+
+from jaxcourse import course
+from jaxcourse.exercises import get
+from jaxcourse.exercises.library_answers import (
+    LIBRARY_ANSWERS,
+    function_library_answer,
+    shown_name,
+)
+from jaxcourse.exercises.registry import _REGISTRY
+from jaxcourse.exercises.widgets import CheckPanel, library_note_html
+
+_COUNT = itertools.count()
+
+
+def _load_all() -> None:
+    for topic in course.topics():
+        if topic.key != "multiprocess":
+            course.load(topic.key)
+
+
+def _cell_module(tmp_path: Path, source: str):
+    """Run ``source`` as a module of its own file (a notebook's cells)."""
+    name = f"_learner_cells_{next(_COUNT)}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _one_call(exercise_id: str, target: str) -> str:
+    """A learner's answer that is one call of ``target``, imported by its package."""
+    learner = get(exercise_id).function_name
+    package, _, name = shown_name(target).partition(".")
+    if exercise_id == "bayes.elbo_value_and_grad":
+        return (f"import jax\nfrom jaxcourse import {package}\n"
+                f"{learner} = jax.value_and_grad({package}.{name}, argnums=(0, 1))\n")
+    return (f"from jaxcourse import {package}\n"
+            f"def {learner}(*args, **kwargs):\n"
+            f"    return {package}.{name}(*args, **kwargs)\n")
+
+
+@pytest.mark.parametrize(("exercise_id", "target"), [
+    (exercise_id, target) for exercise_id, targets in LIBRARY_ANSWERS.items()
+    for target in targets])
+def test_every_library_answer_is_named_in_the_panel(tmp_path: Path, exercise_id: str,
+                                                    target: str) -> None:
+    _load_all()
+    module = _cell_module(tmp_path, _one_call(exercise_id, target))
+    answer = getattr(module, get(exercise_id).function_name)
+    assert function_library_answer(exercise_id, answer) == target
+    note = library_note_html(get(exercise_id), answer)
+    assert f"<code>{shown_name(target)}</code>" in note
+    assert "write the reasoning yourself" in note
+
+
+def test_an_alias_and_a_helper_still_name_it(tmp_path: Path) -> None:
+    _load_all()
+    module = _cell_module(tmp_path, (
+        "import jaxcourse.transformer as T\n"
+        "from jaxcourse.transformer import param_count as count\n"
+        "def _mine(*a):\n    return T.zero_bytes(*a)\n"
+        "def zero_bytes_per_device(cfg, stage, devices, precision):\n"
+        "    return _mine(cfg, stage, devices, precision)['total']\n"
+        "def count_params(cfg, tied=False):\n"
+        "    n = count(cfg)\n"
+        "    return n - (cfg.vocab * cfg.d_model if tied else 0)\n"))
+    assert function_library_answer("transformer.zero_bytes_per_device",
+                                   module.zero_bytes_per_device) == \
+        "jaxcourse.transformer.memory.zero_bytes"
+    assert function_library_answer("transformer.count_params", module.count_params) \
+        == "jaxcourse.transformer.config.param_count"
+
+
+def test_an_answer_of_ones_own_is_not_named(tmp_path: Path) -> None:
+    """The references, a look-alike name, and code with no source say nothing."""
+    _load_all()
+    for exercise_id in LIBRARY_ANSWERS:
+        exercise = get(exercise_id)
+        assert library_note_html(exercise, exercise.reference) == "", exercise_id
+    module = _cell_module(tmp_path, (
+        "from jaxcourse import transformer\n"
+        "def param_count(cfg):  # the learner's own, with the library's name\n"
+        "    return cfg.layers\n"
+        "def count_params(cfg, tied=False):\n"
+        "    cfg = transformer.Config(**vars(cfg)) if False else cfg\n"
+        "    return param_count(cfg)\n"))
+    assert function_library_answer("transformer.count_params",
+                                   module.count_params) is None
+    namespace: dict = {}
+    exec("from jaxcourse import transformer\n"  # no source to read
+         "def count_params(cfg, tied=False):\n"
+         "    return transformer.param_count(cfg)\n", namespace)
+    assert function_library_answer("transformer.count_params",
+                                   namespace["count_params"]) is None
+    # An exercise the table does not list, and something not callable.
+    other = next(e for e in _REGISTRY if e not in LIBRARY_ANSWERS)
+    assert function_library_answer(other, module.count_params) is None
+    assert function_library_answer("transformer.count_params", None) is None
+
+
+def test_the_panel_says_it_under_a_passing_result(tmp_path: Path) -> None:
+    import solutions.transformer  # noqa: F401  registers the exercises
+
+    module = _cell_module(tmp_path, (
+        "from jaxcourse import transformer\n"
+        "def flops_per_token(cfg, seq):\n"
+        "    return transformer.flops_per_token(cfg, seq)['total']\n"))
+    panel = CheckPanel("transformer.flops_per_token", module.flops_per_token)
+    assert panel.result is not None and panel.result.passed
+    assert "<code>transformer.flops_per_token</code>" in panel.summary.value
+    assert "write the reasoning yourself" in panel.summary.value
+    honest = CheckPanel("transformer.flops_per_token",
+                        get("transformer.flops_per_token").reference)
+    assert "write the reasoning yourself" not in honest.summary.value
