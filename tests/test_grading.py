@@ -680,6 +680,7 @@ def _fake_runs(monkeypatch, site: Path, module, plant: str) -> list[str]:
     return ran
 
 
+@pytest.mark.slow  # the finished run's stamp asks git (no submission runs)
 def test_a_changed_environment_stops_grading_with_one_paragraph(
         tmp_path: Path, monkeypatch, capsys) -> None:
     from jaxcourse.exercises import grading_local
