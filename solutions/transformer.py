@@ -188,7 +188,29 @@ LLAMA32_1B = Config(vocab=128_256, d_model=2048, layers=16, heads=32, kv_heads=8
 SMALL = Config(vocab=256, d_model=128, layers=4, heads=8, kv_heads=2, hidden=384)
 #: Where a rule's mistakes are named: on its random case, the last.
 ON_RANDOM = (-1,)
-SPEC_CODES = "0: None, 1: 'data', 2: 'model'"
+# Where two slips give the same number on a shown case, neither is named
+# there (each is named on the others): each must hear its own name only.
+#: count_params: on LLaMA-3 8B, a 4 d MLP adds what multi-head keys and
+#: values add (3 · d · 2048 = 2 · d · 3072).
+NOT_8B = (1, 2, -1)
+#: bytes_per_param: in 'mixed', one float32 moment is two bfloat16 ones, and
+#: the gradients stored take what a second copy of the weights takes.
+NOT_MIXED = (0, 2, -1)
+#: activation_bytes_per_token: the small config has 4 layers, float32 4 bytes.
+NOT_SMALL_FLOAT32 = (0, 1, 2, -1)
+#: flops_per_token: on the small config at seq 64, the causal half of
+#: attention is the size of the output layer.
+NOT_SMALL_SEQ = (0, 1, -1)
+#: zero_bytes_per_device: at stage 2, splitting everything is one stage too far.
+STAGE_1 = (0, -1)
+#: zero_bytes_per_device: at stage 3 in 'mixed', the state without the master
+#: copy is what is stored between steps (12 bytes per parameter), split.
+NOT_STAGE_3 = (0, 1, -1)
+#: zero_bytes_per_device: one stage behind splits nothing at stage 1 and
+#: keeps the weights whole at stage 3: only stage 2 tells it from those.
+NOT_STAGE_1 = (1, 2, -1)
+STAGE_2 = (1, -1)
+SPEC_CODES = "each spec compared by its mesh axes' names"
 
 
 def _config_case(text: str, *args: Any, **kw: Any) -> Case:
@@ -222,7 +244,8 @@ register(
         mistakes=[
             Mistake("the keys and values were counted as wide as the queries: "
                     "with grouped-query attention they have kv_heads heads, not "
-                    "heads", wrong.count_without_gqa),
+                    "heads", wrong.count_without_gqa,
+                    cases=NOT_8B),
             Mistake("SwiGLU's MLP has three matrices (gate, up, down), not two",
                     wrong.count_two_matrix_mlp),
             Mistake("the RMSNorm scales are parameters too: two per block and the "
@@ -231,6 +254,19 @@ register(
                     "count it once", wrong.count_always_untied),
             Mistake("an untied output layer is a second vocab × d table",
                     wrong.count_without_output_layer),
+            Mistake("the MLP is cfg.hidden wide (14336 in LLaMA-3 8B, 3.5 d), not "
+                    "4 d as in GPT-2", wrong.count_mlp_4d, cases=NOT_8B),
+            Mistake("the final norm, after the last block, has a scale too: d "
+                    "parameters", wrong.count_without_final_norm),
+            Mistake("there are cfg.layers blocks: the token table and the output "
+                    "layer are counted apart, not as one more block",
+                    wrong.count_extra_layer),
+            Mistake("RMSNorm has a scale and no bias: d parameters per norm, not 2 d "
+                    "as LayerNorm", wrong.count_layernorm_biases),
+            Mistake("each block has two RMSNorms, one before attention and one "
+                    "before the MLP", wrong.count_one_norm_per_block),
+            Mistake("LLaMA's projections have no biases: only the weight matrices",
+                    wrong.count_projection_biases),
         ],
     ),
     Exercise(
@@ -262,13 +298,27 @@ register(
                     "the compute dtype: otherwise the weights are the master",
                     wrong.bytes_master_always),
             Mistake("Adam keeps two moments per parameter (a mean and a mean of "
-                    "squares)", wrong.bytes_one_moment),
+                    "squares)", wrong.bytes_one_moment, cases=NOT_MIXED),
             Mistake("the gradients are made in the dtype the step computes in",
                     wrong.bytes_grads_stored),
             Mistake("Adam's moments have a dtype of their own: precision.moments",
-                    wrong.bytes_moments_compute),
+                    wrong.bytes_moments_compute, cases=ON_RANDOM),
             Mistake("the gradients do not live between steps: what is stored is "
-                    "the weights and Adam's moments", wrong.bytes_stored_with_grads),
+                    "the weights and Adam's moments", wrong.bytes_stored_with_grads,
+                    cases=NOT_MIXED),
+            Mistake("itemsize is in bytes: these are bits, 8 times as many",
+                    wrong.bytes_in_bits),
+            Mistake("when the stored dtype differs from the compute dtype, the "
+                    "step keeps a master copy in the stored dtype",
+                    wrong.bytes_master_never),
+            Mistake("between steps only the stored weights live: the step makes "
+                    "its compute copy from them", wrong.bytes_stored_both_copies,
+                    cases=ON_RANDOM),
+            Mistake("a master copy is needed whenever the dtypes differ, even of "
+                    "one size: bfloat16 and float16 are both 2 bytes",
+                    wrong.bytes_master_by_size, cases=ON_RANDOM),
+            Mistake("the total counts every part: the master copy too",
+                    wrong.bytes_total_without_master),
         ],
     ),
     Exercise(
@@ -296,7 +346,7 @@ register(
         ],
         mistakes=[
             Mistake("this is one block's: the scan keeps the residuals of every "
-                    "layer", wrong.activations_one_layer),
+                    "layer", wrong.activations_one_layer, cases=NOT_SMALL_FLOAT32),
             Mistake("mixed precision computes in bfloat16: its activations take 2 "
                     "bytes, not 4", wrong.activations_float32),
             Mistake("with grouped-query attention the keys and values are "
@@ -307,6 +357,17 @@ register(
             Mistake("'names' keeps mlp_hidden, SwiGLU's product (one hidden-wide "
                     "array), not the gate and up projections",
                     wrong.activations_names_gate_and_up),
+            Mistake("these are numbers, not bytes: multiply by the compute "
+                    "dtype's bytes (4 in 'float32', 2 in 'mixed')",
+                    wrong.activations_numbers_not_bytes, cases=NOT_SMALL_FLOAT32),
+            Mistake("'names' keeps each block's input too, besides attn_out and "
+                    "mlp_hidden", wrong.activations_names_without_input),
+            Mistake("w_down's output is not kept: the backward pass never needs it "
+                    "(the sum it feeds is the next block's input, which the scan "
+                    "keeps)", wrong.activations_dots_with_down),
+            Mistake("'dots' keeps each block's input too (to recompute the norms "
+                    "from), besides the products' outputs",
+                    wrong.activations_dots_without_input),
         ],
     ),
     Exercise(
@@ -342,7 +403,20 @@ register(
             Mistake("every query head scores the keys: attention's term counts "
                     "heads, not kv_heads", wrong.flops_attention_kv_heads),
             Mistake("the output layer is a d × vocab product: count its weights",
-                    wrong.flops_without_output_layer),
+                    wrong.flops_without_output_layer, cases=NOT_SMALL_SEQ),
+            Mistake("both of attention's products (q kᵀ and the weighted sum of "
+                    "values) are on the full seq × seq matrix: the causal mask does "
+                    "not halve them here", wrong.flops_causal_half,
+                    cases=NOT_SMALL_SEQ),
+            Mistake("a training step is 6 FLOPs per weight (2 forward, 4 "
+                    "backward), not 8: remat's second forward pass is not asked "
+                    "for", wrong.flops_eight_per_weight),
+            Mistake("attention's products have a backward pass too: 3 times their "
+                    "forward FLOPs, as for the weights",
+                    wrong.flops_attention_forward_only),
+            Mistake("per token, each of attention's products is 2 · seq FLOPs per "
+                    "query dimension: seq × seq is the whole sequence's",
+                    wrong.flops_attention_seq_squared),
         ],
     ),
     Exercise(
@@ -352,7 +426,7 @@ register(
         reference=micro_batches,
         cases=[
             Case("32 sequences of 8192 tokens, 72 KiB per token, 60 GB of state, "
-                 "a budget of 80 GB (None is compared as -1)",
+                 "a budget of 80 GB",
                  numbers(32, 8192, 73_728.0, 60e9, 80e9), extract=choice_number,
                  dtype="any"),
             Case("the same with a budget of 65 GB", numbers(32, 8192, 73_728.0,
@@ -384,6 +458,19 @@ register(
                     "None", wrong.micro_never_none, cases=ON_RANDOM),
             Mistake("a step that needs exactly the budget fits: at most, not "
                     "below", wrong.micro_strictly_below, cases=ON_RANDOM),
+            Mistake("activation_bytes is per token: a sequence takes seq times "
+                    "as much", wrong.micro_without_seq, cases=ON_RANDOM),
+            Mistake("try every m that divides the batch, not only powers of 2: 3 "
+                    "or 6 may be the fewest that fit", wrong.micro_powers_of_two,
+                    cases=ON_RANDOM),
+            Mistake("when not even one sequence at a time fits, return None, not 0",
+                    wrong.micro_zero_for_none, cases=ON_RANDOM),
+            Mistake("doubling m skips counts (3, 6) and tries some that do not "
+                    "divide the batch: try every m that divides it",
+                    wrong.micro_doubling_any_size, cases=ON_RANDOM),
+            Mistake("take the fewest micro-batches that fit: more only run the "
+                    "step in smaller, slower pieces", wrong.micro_most,
+                    cases=ON_RANDOM),
         ],
     ),
     Exercise(
@@ -428,6 +515,14 @@ register(
                     cases=ON_RANDOM),
             Mistake("tensor parallelism splits over the 'model' axis, not 'data'",
                     wrong.specs_over_data, cases=ON_RANDOM),
+            Mistake("the mesh's tensor-parallel axis is called 'model': a spec "
+                    "names it so", wrong.specs_other_axis_name, cases=ON_RANDOM),
+            Mistake("the weights are stacked: each spec starts with the layers "
+                    "axis (None), then the weight's own (in, out)",
+                    wrong.specs_without_layers_axis, cases=ON_RANDOM),
+            Mistake("the MLP splits by hidden units only when hidden divides "
+                    "evenly over the devices", wrong.specs_mlp_always_split,
+                    cases=ON_RANDOM),
         ],
     ),
     Exercise(
@@ -454,6 +549,9 @@ register(
             Mistake("the step lasts m + p - 1 ticks, so the bubble is (p - 1) / "
                     "(m + p - 1), not (p - 1) / m", wrong.bubble_over_m,
                     cases=ON_RANDOM),
+            Mistake("the step lasts m + p - 1 ticks, so the bubble is (p - 1) / "
+                    "(m + p - 1), not (p - 1) / m", wrong.bubble_over_m_closed_form,
+                    cases=ON_RANDOM),
             Mistake("each stage idles p - 1 ticks, not p: the bubble is (p - 1) / "
                     "(m + p - 1)", wrong.bubble_all_stages, cases=ON_RANDOM),
             Mistake("a bubble exactly at the target is allowed: at most, not "
@@ -463,6 +561,19 @@ register(
                     cases=ON_RANDOM),
             Mistake("one short: with this many micro-batches the bubble is still "
                     "above the target", wrong.bubble_one_less, cases=ON_RANDOM),
+            Mistake("this is the step's length in ticks, m + p - 1: the answer is "
+                    "m, the micro-batches", wrong.bubble_ticks, cases=ON_RANDOM),
+            Mistake("try every m, not only powers of 2: the fewest may be 3 or 5",
+                    wrong.bubble_powers_of_two, cases=ON_RANDOM),
+            Mistake("a step has at least one micro-batch: with one stage, or a "
+                    "target of 100 %, the answer is 1", wrong.bubble_no_micro_batch,
+                    cases=ON_RANDOM),
+            Mistake("percent is in per cent: compare the bubble, a fraction, with "
+                    "percent / 100", wrong.bubble_percent_as_fraction,
+                    cases=ON_RANDOM),
+            Mistake("compare the bubble exactly: rounded to a whole percent, "
+                    "a bubble of 10.4 % passes a target of 10 %",
+                    wrong.bubble_rounded, cases=ON_RANDOM),
         ],
     ),
     Exercise(
@@ -490,13 +601,25 @@ register(
             Mistake("stage 1 splits the optimizer's whole state: Adam's moments "
                     "and the master weights", wrong.zero_master_not_split),
             Mistake("one stage too far: stage 1 splits the optimizer's state, 2 "
-                    "the gradients too, 3 the weights too", wrong.zero_stage_too_far),
+                    "the gradients too, 3 the weights too", wrong.zero_stage_too_far,
+                    cases=STAGE_1),
             Mistake("stage 3 (FSDP) splits the weights too",
-                    wrong.zero_stage3_weights_whole),
+                    wrong.zero_stage3_weights_whole, cases=ON_RANDOM),
             Mistake("at stages 1 and 2 the weights stay whole on every device",
-                    wrong.zero_everything_split),
+                    wrong.zero_everything_split, cases=STAGE_1),
             Mistake("every stage splits part of the state over the devices",
-                    wrong.zero_nothing_split),
+                    wrong.zero_nothing_split, cases=NOT_STAGE_1),
+            Mistake("the master copy is part of the state: bytes_per_param's "
+                    "'master' (0 when the step computes in the stored dtype)",
+                    wrong.zero_without_master, cases=NOT_STAGE_3),
+            Mistake("a split part is shared by all the devices, this one included: "
+                    "divide by devices, not devices - 1", wrong.zero_devices_minus_one),
+            Mistake("the state at a step's peak includes the weights it computes "
+                    "with and the gradients, not only what is stored between steps",
+                    wrong.zero_stored_only, cases=NOT_STAGE_3),
+            Mistake("one stage behind: stage 1 already splits the optimizer's state "
+                    "(master and moments), 2 the gradients, 3 the weights",
+                    wrong.zero_stage_behind, cases=STAGE_2),
         ],
     ),
     Exercise(
@@ -505,8 +628,7 @@ register(
         chapter=CHAPTER,
         reference=pick_mesh,
         cases=[
-            Case("LLaMA-3 8B on one node of 8 H100s, 4M tokens of 8192 (compared "
-                 "as [fsdp, tp], None as [0, 0])",
+            Case("LLaMA-3 8B on one node of 8 H100s, 4M tokens of 8192",
                  numbers(LLAMA3_8B, HARDWARE["H100 SXM"], 8, 4_194_304.0, 8192),
                  extract=mesh_choice, dtype="any"),
             Case("LLaMA-3 70B on 256 H100s, 4M tokens of 8192",
@@ -538,12 +660,23 @@ register(
                     "more only adds all-reduces of activations",
                     wrong.mesh_most_tp, cases=ON_RANDOM),
             Mistake("tensor parallelism stays inside a node: tp divides the GPUs "
-                    "of one node", wrong.mesh_tp_across_nodes, cases=ON_RANDOM),
+                    "of one node (a tp of 3 or 6, with nodes of 8, straddles two)",
+                    wrong.mesh_tp_across_nodes, cases=ON_RANDOM),
             Mistake("the critical batch is per chip: compare the tokens per chip, "
                     "not per FSDP group", wrong.mesh_tokens_per_group,
                     cases=ON_RANDOM),
             Mistake("the answer is (fsdp, tp), in that order",
                     wrong.mesh_swapped, cases=ON_RANDOM),
+            Mistake("on one node the 'data' axis stays inside it: across_nodes is "
+                    "True only when the chips fill more than one node",
+                    wrong.mesh_always_across, cases=ON_RANDOM),
+            Mistake("the critical batch is per chip: divide the batch's tokens by "
+                    "the chips", wrong.mesh_tokens_total, cases=ON_RANDOM),
+            Mistake("when no mesh is compute-bound, the answer is None",
+                    wrong.mesh_never_none, cases=ON_RANDOM),
+            Mistake("the 'data' axis leaves the node as soon as the chips fill "
+                    "more than one node, however small fsdp is",
+                    wrong.mesh_across_from_fsdp, cases=ON_RANDOM),
         ],
     ),
 )

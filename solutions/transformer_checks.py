@@ -9,9 +9,10 @@ needs a device; each is tried on the cases shown and on at least 24 random
 calls (:func:`jaxcourse.exercises.random_calls`), keyed by the call, so that
 an answer fitted to the shown cases fails on a call it can name.
 
-What a choice is compared as: :func:`choice_number` turns "none fits"
-(``None``) into ``-1``; :func:`spec_table` turns a dict of
-``PartitionSpec`` into one row of codes per weight; :func:`bytes_row` turns
+What a choice is compared as: :func:`choice_number` keeps "none fits"
+(``None``) as None, compared by name; :func:`spec_table` keeps a dict of
+``PartitionSpec`` as specs, compared by their axes' names;
+:func:`mesh_choice` keeps a mesh as the pair it is; :func:`bytes_row` turns
 a dict of bytes per parameter into one row.
 """
 
@@ -25,6 +26,8 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from jaxcourse.exercises import random_calls
+from jaxcourse.exercises.observation import Choice, Spec, choice
+from jaxcourse.exercises.observation import spec as as_spec
 from jaxcourse.transformer import Config, Precision
 
 #: An input builder: ``inputs(rng)`` returns the arguments of one case.
@@ -36,9 +39,6 @@ WEIGHTS = ("wq", "wk", "wv", "wo", "w_gate", "w_up", "w_down", "attn_norm",
            "mlp_norm")
 #: Each weight's rank (the stacked ``layers`` axis first).
 RANKS = {name: 2 if name.endswith("norm") else 3 for name in WEIGHTS}
-#: What a spec's entry is written as in a spec table: 0 none, 1 "data",
-#: 2 "model", 3 anything else.
-AXIS_CODES = {None: 0, "data": 1, "model": 2}
 #: The keys of a scheme's bytes per parameter, in a row's order.
 BYTE_PARTS = ("weights", "master", "grads", "adam", "total", "stored")
 #: The remat policies of the activation exercise (the library's names).
@@ -83,13 +83,13 @@ def numbers(*args: Any) -> Inputs:
 # --------------------------------------------------------------------------
 
 
-def choice_number(out: Any) -> np.ndarray:
-    """Extract: a whole number, or ``-1`` for ``None`` (nothing fits).
+def choice_number(out: Any) -> np.ndarray | Choice:
+    """Extract: a whole number, or ``None`` (nothing fits) as a choice.
 
     An integral float (``8.0``) counts as its integer; a fraction does not.
     """
     if out is None:
-        return np.array(-1, np.int64)
+        return choice(None)
     value = float(out)
     if value != int(value):
         raise ValueError(f"{out!r} is not a whole number")
@@ -107,23 +107,13 @@ def bytes_row(out: Any) -> np.ndarray:
     return np.array([float(out[key]) for key in BYTE_PARTS], np.float64)
 
 
-def _code(entry: Any) -> int:
-    if isinstance(entry, tuple):  # ("model",) is "model"; () is None
-        if len(entry) == 0:
-            return 0
-        if len(entry) == 1:
-            entry = entry[0]
-        else:
-            return 3
-    return AXIS_CODES.get(entry, 3)
+def spec_table(out: Any) -> dict[str, Spec]:
+    """Extract: a dict of specs, each compared as a spec, by its axes' names.
 
-
-def spec_table(out: Any) -> np.ndarray:
-    """Extract: a dict of specs as a table, one row of codes per weight.
-
-    Each spec is padded with ``None`` to its weight's rank (``P()`` and
-    ``P(None, None, None)`` mean the same), then written as codes
-    (:data:`AXIS_CODES`); the row is padded to 3.
+    Each spec is padded with ``None`` to 3 dimensions (``P()`` and
+    ``P(None, None, None)`` mean the same; ``("model",)`` is ``"model"``), and
+    compared dimension by dimension
+    (:class:`~jaxcourse.exercises.observation.Spec`).
     """
     if not isinstance(out, dict):
         raise TypeError(f"return a dict of PartitionSpecs keyed by {list(WEIGHTS)}, "
@@ -131,7 +121,7 @@ def spec_table(out: Any) -> np.ndarray:
     missing = [name for name in WEIGHTS if name not in out]
     if missing:
         raise KeyError(f"no spec for {missing}; give one for each of {list(WEIGHTS)}")
-    rows = []
+    rows = {}
     for name in WEIGHTS:
         spec = out[name]
         if not isinstance(spec, P):
@@ -140,9 +130,8 @@ def spec_table(out: Any) -> np.ndarray:
         if len(spec) > RANKS[name]:
             raise ValueError(f"{spec} has {len(spec)} entries for {name!r}, an array "
                              f"of rank {RANKS[name]} (layers first)")
-        entries = tuple(spec) + (None,) * (3 - len(spec))
-        rows.append([_code(e) for e in entries])
-    return np.array(rows, np.int32)
+        rows[name] = as_spec(spec, 3)
+    return rows
 
 
 # --------------------------------------------------------------------------
@@ -362,20 +351,21 @@ def block_residuals(cfg: Config, remat: str, precision: str = "float32",
 GPUS = ("H100 SXM", "A100 SXM 80GB")
 
 
-def mesh_choice(out: Any) -> np.ndarray:
-    """Extract: ``(fsdp, tp)`` as two numbers; ``None`` (nothing fits) as ``[0, 0]``."""
+def mesh_choice(out: Any) -> Choice:
+    """Extract: ``(fsdp, tp)``, or ``None`` (nothing fits), compared as it reads."""
     if out is None:
-        return np.array([0, 0], np.int64)
+        return choice(None)
     fsdp, tp = out
-    return np.array([int(fsdp), int(tp)], np.int64)
+    return choice((int(fsdp), int(tp)))
 
 
-def _critical(cfg: Config, hw: Any, chips: int, seq: int) -> dict[int, float]:
+def _critical(cfg: Config, hw: Any, chips: int, seq: int,
+              tps: tuple[int, ...] = (1, 2, 4, 8)) -> dict[int, float]:
     from jaxcourse import transformer
 
     return {tp: transformer.critical_batch(cfg, "FSDP + TP", hw, seq, chips // tp, tp,
                                            across_nodes=chips > hw.node_chips)
-            for tp in (1, 2, 4, 8) if chips % tp == 0}
+            for tp in tps if chips % tp == 0}
 
 
 def mesh_calls(count: int = 24) -> Inputs:
@@ -386,7 +376,9 @@ def mesh_calls(count: int = 24) -> Inputs:
     the step compute-bound), or (one case in four) below every mesh's, where
     the answer is ``None``. Every other cluster has a chip count with a
     factor of 3 (3, 6 or 12 nodes...): a ``tp`` that divides the chips but
-    not a node's 8 GPUs would straddle nodes.
+    not a node's 8 GPUs would straddle nodes, and one case in four (where it
+    can) puts the batch where a ``tp`` of 3 would be the least that is
+    compute-bound, so that such a ``tp`` gives a wrong answer.
     """
     from jaxcourse.scaling import HARDWARE
 
@@ -400,8 +392,14 @@ def mesh_calls(count: int = 24) -> Inputs:
                       if 0 < c < float("inf")}
             if finite:
                 break
+        three = _critical(cfg, hw, chips, seq, (3,)).get(3, 0.0)
         if k % 4 == 3:
             per_chip = min(finite.values()) * rng.uniform(0.5, 0.95)
+        elif k % 4 == 2 and 0 < three < min(finite.get(2, 0.0), finite.get(1, 0.0)):
+            # Between what a tp of 3 needs and what 2 needs: 3 divides the
+            # chips but not a node's 8 GPUs, so the answer is the next tp
+            # that does (4), and a tp of 3, straddling nodes, is wrong.
+            per_chip = min(three * rng.uniform(1.0, 1.1), (three + finite[2]) / 2)
         else:
             per_chip = float(rng.choice(list(finite.values()))) * rng.uniform(1.0, 1.3)
         return cfg, hw, chips, float(int(per_chip) * chips + chips), seq

@@ -53,11 +53,55 @@ def count_without_output_layer(cfg, tied=False):
     return transformer.param_count(cfg) - cfg.vocab * cfg.d_model
 
 
+def _count(cfg, tied):
+    """Give what the slips below depart from."""
+    return transformer.param_count(cfg) - (cfg.vocab * cfg.d_model if tied else 0)
+
+
+def count_mlp_4d(cfg, tied=False):
+    """Take the MLP as 4d wide, as in GPT-2: LLaMA's width is cfg.hidden."""
+    return _count(cfg, tied) + cfg.layers * 3 * cfg.d_model * (4 * cfg.d_model
+                                                               - cfg.hidden)
+
+
+def count_without_final_norm(cfg, tied=False):
+    """Count the blocks' two norms but not the final norm after the last block."""
+    return _count(cfg, tied) - cfg.d_model
+
+
+def count_extra_layer(cfg, tied=False):
+    """Count layers + 1 blocks (the embedding taken for a block)."""
+    return _count(cfg, tied) + _layer(cfg)
+
+
+def count_layernorm_biases(cfg, tied=False):
+    """Give every norm a bias, as LayerNorm has: RMSNorm has a scale alone."""
+    return _count(cfg, tied) + (2 * cfg.layers + 1) * cfg.d_model
+
+
+def count_one_norm_per_block(cfg, tied=False):
+    """One norm per block: a LLaMA block has two, before attention and the MLP."""
+    return _count(cfg, tied) - cfg.layers * cfg.d_model
+
+
+def count_projection_biases(cfg, tied=False):
+    """Give every projection a bias: LLaMA's linear layers have none."""
+    d, h = cfg.d_model, cfg.head_dim
+    biases = cfg.heads * h + 2 * cfg.kv_heads * h + d + 2 * cfg.hidden + d
+    return _count(cfg, tied) + cfg.layers * biases
+
+
 # ---- bytes_per_param -------------------------------------------------------
 
 
 def _size(dtype) -> int:
     return jnp.dtype(dtype).itemsize
+
+
+def _master(precision) -> int:
+    """Give the master copy's bytes: the stored dtype's, if not the compute dtype."""
+    separate = jnp.dtype(precision.store) != jnp.dtype(precision.compute)
+    return _size(precision.store) if separate else 0
 
 
 def _row(weights, master, grads, adam, stored):
@@ -76,7 +120,7 @@ def bytes_one_moment(precision):
     """Adam's state counted as one moment: it keeps two (mean and variance)."""
     c, s, m = (_size(precision.compute), _size(precision.store),
                _size(precision.moments))
-    master = s if s != c else 0
+    master = _master(precision)
     return _row(c, master, c, m, s + m)
 
 
@@ -84,14 +128,14 @@ def bytes_grads_stored(precision):
     """Gradients counted in the stored dtype, not in the dtype the step computes in."""
     c, s, m = (_size(precision.compute), _size(precision.store),
                _size(precision.moments))
-    master = s if s != c else 0
+    master = _master(precision)
     return _row(c, master, s, 2 * m, s + 2 * m)
 
 
 def bytes_moments_compute(precision):
     """Adam's moments counted in the compute dtype, not in their own."""
     c, s = _size(precision.compute), _size(precision.store)
-    master = s if s != c else 0
+    master = _master(precision)
     return _row(c, master, c, 2 * c, s + 2 * c)
 
 
@@ -99,8 +143,45 @@ def bytes_stored_with_grads(precision):
     """Count the gradients as stored between steps: they live inside one."""
     c, s, m = (_size(precision.compute), _size(precision.store),
                _size(precision.moments))
-    master = s if s != c else 0
+    master = _master(precision)
     return _row(c, master, c, 2 * m, s + c + 2 * m)
+
+
+def bytes_in_bits(precision):
+    """Count bits, not bytes: a float32 is 4 bytes (32 bits)."""
+    c, s, m = (8 * _size(precision.compute), 8 * _size(precision.store),
+               8 * _size(precision.moments))
+    master = 8 * _master(precision)
+    return _row(c, master, c, 2 * m, s + 2 * m)
+
+
+def bytes_master_never(precision):
+    """No master copy ever: mixed precision keeps float32 weights beside bfloat16."""
+    c, s, m = (_size(precision.compute), _size(precision.store),
+               _size(precision.moments))
+    return _row(c, 0, c, 2 * m, s + 2 * m)
+
+
+def bytes_stored_both_copies(precision):
+    """Store the compute copy and the master: between steps only the master lives."""
+    c, m = _size(precision.compute), _size(precision.moments)
+    master = _master(precision)
+    return _row(c, master, c, 2 * m, c + master + 2 * m)
+
+
+def bytes_master_by_size(precision):
+    """Compare the dtypes' sizes: bfloat16 and float16, both 2 bytes, still differ."""
+    c, s, m = (_size(precision.compute), _size(precision.store),
+               _size(precision.moments))
+    master = s if s != c else 0
+    return _row(c, master, c, 2 * m, s + 2 * m)
+
+
+def bytes_total_without_master(precision):
+    """Leave the master copy out of the total, though it has its own key."""
+    c, s, m = (_size(precision.compute), _size(precision.store),
+               _size(precision.moments))
+    return _row(c, _master(precision), c, 2 * m, s + 2 * m) | {"total": 2 * c + 2 * m}
 
 
 # ---- activation_bytes_per_token ---------------------------------------------
@@ -151,6 +232,34 @@ def activations_names_gate_and_up(cfg, remat, precision):
     return cfg.layers * (2 * d + 2 * cfg.hidden) * _itemsize(precision)
 
 
+def activations_numbers_not_bytes(cfg, remat, precision):
+    """Count the numbers kept, not their bytes: times the compute dtype's size."""
+    return _activations(cfg, remat, precision) // _itemsize(precision)
+
+
+def activations_names_without_input(cfg, remat, precision):
+    """Keep only the named arrays under "names": the block's input is kept too."""
+    if remat != "names":
+        return _activations(cfg, remat, precision)
+    return cfg.layers * (cfg.d_model + cfg.hidden) * _itemsize(precision)
+
+
+def activations_dots_with_down(cfg, remat, precision):
+    """Keep w_down's output under "dots" too: it is the next block's input."""
+    if remat != "dots":
+        return _activations(cfg, remat, precision)
+    return _activations(cfg, remat, precision) + cfg.layers * cfg.d_model * \
+        _itemsize(precision)
+
+
+def activations_dots_without_input(cfg, remat, precision):
+    """Keep only the products under "dots": the block's input is kept too."""
+    if remat != "dots":
+        return _activations(cfg, remat, precision)
+    return _activations(cfg, remat, precision) - cfg.layers * cfg.d_model * \
+        _itemsize(precision)
+
+
 # ---- flops_per_token ---------------------------------------------------------
 
 
@@ -183,6 +292,26 @@ def flops_without_output_layer(cfg, seq):
     """Leave out the output layer: a d × vocab product, the largest of all."""
     return (6.0 * (transformer.matmul_params(cfg) - cfg.d_model * cfg.vocab)
             + _attention(cfg, seq))
+
+
+def flops_causal_half(cfg, seq):
+    """Halve attention for the causal mask: the chapter's model computes it all."""
+    return 6.0 * transformer.matmul_params(cfg) + _attention(cfg, seq) / 2
+
+
+def flops_eight_per_weight(cfg, seq):
+    """8 FLOPs per weight, as with full remat's second forward pass: a step is 6."""
+    return 8.0 * transformer.matmul_params(cfg) + _attention(cfg, seq) * 4 / 3
+
+
+def flops_attention_forward_only(cfg, seq):
+    """Attention's products counted forward only: backward they cost twice more."""
+    return 6.0 * transformer.matmul_params(cfg) + _attention(cfg, seq) / 3
+
+
+def flops_attention_seq_squared(cfg, seq):
+    """Attention's seq × seq products taken per token: per token they grow with seq."""
+    return 6.0 * transformer.matmul_params(cfg) + _attention(cfg, seq) * seq
 
 
 # ---- micro_batches ------------------------------------------------------------
@@ -230,6 +359,45 @@ def micro_strictly_below(batch, seq, activation_bytes, state_bytes, budget_bytes
                                < budget_bytes):
             return m
     return None
+
+
+def micro_without_seq(batch, seq, activation_bytes, state_bytes, budget_bytes):
+    """Take activation_bytes per sequence: it is per token, seq of them a sequence."""
+    return _micro(batch, 1, activation_bytes, state_bytes, budget_bytes)
+
+
+def micro_powers_of_two(batch, seq, activation_bytes, state_bytes, budget_bytes):
+    """Double m until it fits: 3 or 6 micro-batches may be the fewest that divide."""
+    m = 1
+    while m <= batch:
+        if batch % m == 0 and (state_bytes + batch // m * seq * activation_bytes
+                               <= budget_bytes):
+            return m
+        m *= 2
+    return None
+
+
+def micro_zero_for_none(batch, seq, activation_bytes, state_bytes, budget_bytes):
+    """Return 0 when nothing fits: the text asks for None."""
+    m = _micro(batch, seq, activation_bytes, state_bytes, budget_bytes)
+    return 0 if m is None else m
+
+
+def micro_doubling_any_size(batch, seq, activation_bytes, state_bytes, budget_bytes):
+    """Double m, whether or not it divides the batch."""
+    m = 1
+    while m <= batch:
+        if state_bytes + batch / m * seq * activation_bytes <= budget_bytes:
+            return m
+        m *= 2
+    return None
+
+
+def micro_most(batch, seq, activation_bytes, state_bytes, budget_bytes):
+    """Keep the most micro-batches that fit, not the fewest."""
+    fits = [m for m in range(1, batch + 1) if batch % m == 0
+            and state_bytes + batch // m * seq * activation_bytes <= budget_bytes]
+    return fits[-1] if fits else None
 
 
 # ---- tp_specs ---------------------------------------------------------------
@@ -294,11 +462,35 @@ def specs_over_data(cfg, model):
             for name, spec in _tp(cfg, model).items()}
 
 
+def specs_other_axis_name(cfg, model):
+    """Name the axis "tp": the mesh's tensor-parallel axis is called "model"."""
+    return {name: P(*["tp" if e == "model" else e for e in spec])
+            for name, spec in _tp(cfg, model).items()}
+
+
+def specs_without_layers_axis(cfg, model):
+    """Write (d, out) specs: the weights are stacked, the layers axis first."""
+    return {name: P(*tuple(spec)[1:]) for name, spec in _tp(cfg, model).items()}
+
+
+def specs_mlp_always_split(cfg, model):
+    """Check whole heads but split the MLP whatever its width."""
+    return _tp(cfg, model) | {"w_gate": _COLS, "w_up": _COLS, "w_down": _ROWS}
+
+
 # ---- pipeline_micro_batches ------------------------------------------------
 
 
 def bubble_over_m(stages, percent):
     """Bubble taken as (p - 1) / m: the step lasts m + p - 1 ticks, not m."""
+    m = 1
+    while 100 * (stages - 1) > percent * m:
+        m += 1
+    return m
+
+
+def bubble_over_m_closed_form(stages, percent):
+    """Solve the same bubble for m: ceil(100 (p - 1) / percent), 0 for one stage."""
     return math.ceil(100 * (stages - 1) / percent)
 
 
@@ -330,6 +522,43 @@ def bubble_one_less(stages, percent):
     """One micro-batch short: the largest m whose bubble is still too big."""
     m = 0
     while 100 * (stages - 1) > percent * (m + stages):  # tests m + 1, returns m
+        m += 1
+    return m
+
+
+def bubble_ticks(stages, percent):
+    """Return the step's ticks, m + p - 1, not the micro-batches m."""
+    m = 1
+    while 100 * (stages - 1) > percent * (m + stages - 1):
+        m += 1
+    return m + stages - 1
+
+
+def bubble_powers_of_two(stages, percent):
+    """Double m until the bubble is small enough: the fewest may be no power of 2."""
+    m = 1
+    while 100 * (stages - 1) > percent * (m + stages - 1):
+        m *= 2
+    return m
+
+
+def bubble_no_micro_batch(stages, percent):
+    """Solve m >= (p - 1)(100 - percent) / percent without taking at least one."""
+    return math.ceil((stages - 1) * (100 - percent) / percent)
+
+
+def bubble_percent_as_fraction(stages, percent):
+    """Compare the bubble, a fraction, with the percent itself: it is per cent."""
+    m = 1
+    while (stages - 1) / (m + stages - 1) > percent:
+        m += 1
+    return m
+
+
+def bubble_rounded(stages, percent):
+    """Round the bubble to a whole percent before comparing it with the target."""
+    m = 1
+    while round(100 * (stages - 1) / (m + stages - 1)) > percent:
         m += 1
     return m
 
@@ -374,6 +603,33 @@ def zero_nothing_split(cfg, stage, devices, precision):
                  * transformer.param_count(cfg))
 
 
+def zero_without_master(cfg, stage, devices, precision):
+    """Leave the master copy out: it is a part of the state (0 when not separate)."""
+    return _zero(cfg, devices, precision, {"adam": True, "grads": stage >= 2,
+                                           "weights": stage >= 3}) - \
+        transformer.bytes_per_param(precision)["master"] * \
+        transformer.param_count(cfg)
+
+
+def zero_devices_minus_one(cfg, stage, devices, precision):
+    """Divide by devices - 1, the others: a device keeps 1/devices of a split part."""
+    return _zero(cfg, devices - 1, precision, {"master": True, "adam": True,
+                                               "grads": stage >= 2,
+                                               "weights": stage >= 3})
+
+
+def zero_stage_behind(cfg, stage, devices, precision):
+    """One stage behind: stage 1 already splits the optimizer's state."""
+    return _zero(cfg, devices, precision, {"master": stage >= 2, "adam": stage >= 2,
+                                           "grads": stage >= 3})
+
+
+def zero_stored_only(cfg, stage, devices, precision):
+    """Count what is stored between steps, split: the peak of a step holds more."""
+    per = transformer.bytes_per_param(precision)
+    return float(per["stored"] * transformer.param_count(cfg) / devices)
+
+
 # ---- pick_mesh -----------------------------------------------------------------
 
 
@@ -387,7 +643,8 @@ def _mesh(cfg, hw, chips, tokens, seq, across=None, most=False, tp_limit=None,
         crossing = chips > hw.node_chips if across is None else across
         needed = transformer.critical_batch(cfg, "FSDP + TP", hw, seq, chips // tp, tp,
                                             across_nodes=crossing)
-        have = tokens / chips if per == "chip" else tokens / (chips // tp)
+        have = {"chip": tokens / chips, "group": tokens / (chips // tp),
+                "batch": tokens}[per]
         if have >= needed:
             found.append((chips // tp, tp))
     if not found:
@@ -419,3 +676,32 @@ def mesh_swapped(cfg, hw, chips, tokens, seq):
     """Return (tp, fsdp): the order swapped."""
     found = _mesh(cfg, hw, chips, tokens, seq)
     return None if found is None else found[::-1]
+
+
+def mesh_always_across(cfg, hw, chips, tokens, seq):
+    """Price the "data" axis across nodes even when the chips fit in one node."""
+    return _mesh(cfg, hw, chips, tokens, seq, across=True)
+
+
+def mesh_tokens_total(cfg, hw, chips, tokens, seq):
+    """Compare the whole batch's tokens with a per-chip critical batch."""
+    return _mesh(cfg, hw, chips, tokens, seq, per="batch")
+
+
+def mesh_never_none(cfg, hw, chips, tokens, seq):
+    """Fall back on the most tensor parallelism when no mesh is compute-bound."""
+    found = _mesh(cfg, hw, chips, tokens, seq)
+    tp = math.gcd(hw.node_chips, chips)
+    return found if found is not None else (chips // tp, tp)
+
+
+def mesh_across_from_fsdp(cfg, hw, chips, tokens, seq):
+    """Say across_nodes when fsdp alone exceeds a node: tp shares the node too."""
+    for tp in range(1, hw.node_chips + 1):
+        if hw.node_chips % tp or chips % tp:
+            continue
+        needed = transformer.critical_batch(cfg, "FSDP + TP", hw, seq, chips // tp, tp,
+                                            across_nodes=chips // tp > hw.node_chips)
+        if tokens / chips >= needed:
+            return chips // tp, tp
+    return None

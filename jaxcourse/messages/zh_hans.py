@@ -25,7 +25,7 @@ TEXTS: dict[str, str] = {
     "summary_deferred": "{id}：另行评分",
     "checking": "检查中……",
     "attempt": "第 {n} 次检查",
-    "check_library_answer": "这就是课程自己的函数 `{name}`：请自己写出推理过程"
+    "check_library_answer": "这就是课程自己的函数 `{name}`：请自己写出推论过程"
     "（课堂评分会把它算作借用的答案）",
     "structure_array": "数组",
     "path_first_item": "第 {n} 个返回值",

@@ -23,7 +23,7 @@ TEXTS: dict[str, str] = {
     "summary_deferred": "{id}：另行評分",
     "checking": "檢查中……",
     "attempt": "第 {n} 次檢查",
-    "check_library_answer": "這就是課程自己的函式 `{name}`：請自己寫出推理過程"
+    "check_library_answer": "這就是課程自己的函式 `{name}`：請自己寫出推論過程"
     "（課堂評分會把它算作借用的答案）",
     "structure_array": "陣列",
     "path_first_item": "第 {n} 個回傳值",

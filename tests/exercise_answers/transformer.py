@@ -402,3 +402,233 @@ def mesh_list(cfg, hw, chips, tokens, seq):  # correct: plain FSDP at tp 1, a li
                 cfg, layout, hw, seq, chips // tp, tp, across_nodes=across):
             return [chips // tp, tp]
     return None
+
+
+# -- the named mistakes of issue #51, one answer each, written as learners do
+
+
+def count_gpt2_mlp(cfg, tied=False):  # the MLP taken as 4 d wide
+    d, kv = cfg.d_model, cfg.kv_heads * cfg.head_dim
+    block = 2 * d * d + 2 * d * kv + 3 * d * (4 * d) + 2 * d
+    return cfg.layers * block + d + cfg.vocab * d * (1 if tied else 2)
+
+
+def count_blocks_norms_only(cfg, tied=False):  # no final norm
+    d, kv = cfg.d_model, cfg.kv_heads * cfg.head_dim
+    block = 2 * d * d + 2 * d * kv + 3 * d * cfg.hidden + 2 * d
+    return cfg.layers * block + cfg.vocab * d * (1 if tied else 2)
+
+
+def count_layers_plus_one(cfg, tied=False):  # one block too many
+    d, kv = cfg.d_model, cfg.kv_heads * cfg.head_dim
+    block = 2 * d * d + 2 * d * kv + 3 * d * cfg.hidden + 2 * d
+    return (cfg.layers + 1) * block + d + cfg.vocab * d * (1 if tied else 2)
+
+
+def count_layernorm(cfg, tied=False):  # each norm a scale and a bias
+    d, kv = cfg.d_model, cfg.kv_heads * cfg.head_dim
+    block = 2 * d * d + 2 * d * kv + 3 * d * cfg.hidden + 2 * (2 * d)
+    return cfg.layers * block + 2 * d + cfg.vocab * d * (1 if tied else 2)
+
+
+def count_single_block_norm(cfg, tied=False):
+    d, kv = cfg.d_model, cfg.kv_heads * cfg.head_dim
+    block = 2 * d * d + 2 * d * kv + 3 * d * cfg.hidden + d
+    return cfg.layers * block + d + cfg.vocab * d * (1 if tied else 2)
+
+
+def count_with_biases(cfg, tied=False):  # nn.Linear's biases
+    d, kv = cfg.d_model, cfg.kv_heads * cfg.head_dim
+    weights = 2 * d * d + 2 * d * kv + 3 * d * cfg.hidden
+    biases = d + 2 * kv + d + 2 * cfg.hidden + d
+    return cfg.layers * (weights + biases + 2 * d) + d + \
+        cfg.vocab * d * (1 if tied else 2)
+
+
+def bytes_bits(precision):
+    bits = [jnp.finfo(d).bits for d in (precision.compute, precision.store,
+                                        precision.moments)]
+    c, s, m = bits
+    master = 0 if jnp.dtype(precision.store) == jnp.dtype(precision.compute) else s
+    return {"weights": c, "master": master, "grads": c, "adam": 2 * m,
+            "total": 2 * c + master + 2 * m, "stored": s + 2 * m}
+
+
+def bytes_master_if_sizes_differ(precision):  # bfloat16 vs float16: 2 bytes each
+    c, s, m = _b(precision.compute), _b(precision.store), _b(precision.moments)
+    master = s if s != c else 0
+    return {"weights": c, "master": master, "grads": c, "adam": 2 * m,
+            "total": 2 * c + master + 2 * m, "stored": s + 2 * m}
+
+
+def bytes_no_master(precision):
+    c, s, m = _b(precision.compute), _b(precision.store), _b(precision.moments)
+    return {"weights": c, "master": 0, "grads": c, "adam": 2 * m,
+            "total": 2 * c + 2 * m, "stored": s + 2 * m}
+
+
+def bytes_stored_two_copies(precision):
+    c, s, m = _b(precision.compute), _b(precision.store), _b(precision.moments)
+    master = 0 if jnp.dtype(precision.store) == jnp.dtype(precision.compute) else s
+    total = c + master + c + 2 * m
+    return {"weights": c, "master": master, "grads": c, "adam": 2 * m,
+            "total": total, "stored": total - c}
+
+
+def act_elements(cfg, remat, precision):  # numbers, not bytes
+    return cfg.layers * _width(cfg, remat)
+
+
+def act_names_no_input(cfg, remat, precision):
+    b = 4 if precision == "float32" else 2
+    width = cfg.d_model + cfg.hidden if remat == "names" else _width(cfg, remat)
+    return cfg.layers * width * b
+
+
+def act_dots_every_product(cfg, remat, precision):  # w_down's output kept too
+    b = 4 if precision == "float32" else 2
+    width = _width(cfg, remat) + (cfg.d_model if remat == "dots" else 0)
+    return cfg.layers * width * b
+
+
+def flops_causal(cfg, seq):  # the mask taken to halve attention
+    return 6 * transformer.matmul_params(cfg) + 6 * cfg.layers * seq * cfg.d_model
+
+
+def flops_eight(cfg, seq):
+    return 8 * transformer.matmul_params(cfg) + 16 * cfg.layers * seq * cfg.d_model
+
+
+def flops_attention_forward(cfg, seq):
+    return 6 * transformer.matmul_params(cfg) + 4 * cfg.layers * seq * cfg.d_model
+
+
+def flops_seq_squared(cfg, seq):
+    return 6 * transformer.matmul_params(cfg) + 12 * cfg.layers * seq * seq * \
+        cfg.d_model
+
+
+def micro_per_sequence(batch, seq, activation_bytes, state_bytes, budget_bytes):
+    for m in range(1, batch + 1):
+        if batch % m == 0 and state_bytes + batch // m * activation_bytes \
+                <= budget_bytes:
+            return m
+    return None
+
+
+def micro_doubling(batch, seq, activation_bytes, state_bytes, budget_bytes):
+    m = 1
+    while m <= batch:
+        if batch % m == 0 and state_bytes + batch / m * seq * activation_bytes \
+                <= budget_bytes:
+            return m
+        m *= 2
+    return None
+
+
+def micro_zero(batch, seq, activation_bytes, state_bytes, budget_bytes):
+    for m in range(1, batch + 1):
+        if batch % m == 0 and state_bytes + batch / m * seq * activation_bytes \
+                <= budget_bytes:
+            return m
+    return 0
+
+
+def _tp_specs(cfg, model, axis="model"):
+    q, kv, mlp = _flags(cfg, model)
+    c, r = P(None, None, axis), P(None, axis, None)
+    return {"wq": c if q else P(), "wk": c if kv else P(), "wv": c if kv else P(),
+            "wo": r if q else P(), "w_gate": c if mlp else P(),
+            "w_up": c if mlp else P(), "w_down": r if mlp else P(),
+            "attn_norm": P(), "mlp_norm": P()}
+
+
+def specs_tp_axis(cfg, model):
+    return _tp_specs(cfg, model, "tp")
+
+
+def specs_two_dims(cfg, model):  # (in, out) without the layers axis
+    q, kv, mlp = _flags(cfg, model)
+    c, r = P(None, "model"), P("model", None)
+    return {"wq": c if q else P(), "wk": c if kv else P(), "wv": c if kv else P(),
+            "wo": r if q else P(), "w_gate": c if mlp else P(),
+            "w_up": c if mlp else P(), "w_down": r if mlp else P(),
+            "attn_norm": P(), "mlp_norm": P()}
+
+
+def specs_heads_checked_only(cfg, model):
+    specs = _tp_specs(cfg, model)
+    c, r = P(None, None, "model"), P(None, "model", None)
+    return specs | {"w_gate": c, "w_up": c, "w_down": r}
+
+
+def bubble_step_ticks(stages, percent):
+    m = 1
+    while (stages - 1) / (m + stages - 1) > percent / 100:
+        m += 1
+    return m + stages - 1
+
+
+def bubble_doubling(stages, percent):
+    m = 1
+    while 100 * (stages - 1) > percent * (m + stages - 1):
+        m *= 2
+    return m
+
+
+def bubble_closed_form_no_floor(stages, percent):  # 0 with one stage
+    return -(-(stages - 1) * (100 - percent) // percent)
+
+
+def bubble_fraction_vs_percent(stages, percent):
+    m = 1
+    while (stages - 1) / (m + stages - 1) > percent:
+        m += 1
+    return m
+
+
+def zero_no_master(cfg, stage, devices, precision):
+    b = _parts(cfg, precision)
+    return (b["adam"] / devices + b["grads"] / (devices if stage >= 2 else 1)
+            + b["weights"] / (devices if stage >= 3 else 1))
+
+
+def zero_other_devices(cfg, stage, devices, precision):
+    b = _parts(cfg, precision)
+    others = devices - 1
+    return ((b["adam"] + b["master"]) / others
+            + b["grads"] / (others if stage >= 2 else 1)
+            + b["weights"] / (others if stage >= 3 else 1))
+
+
+def zero_stage_minus_one(cfg, stage, devices, precision):
+    b = _parts(cfg, precision)
+    return ((b["adam"] + b["master"]) / (devices if stage >= 2 else 1)
+            + b["grads"] / (devices if stage >= 3 else 1) + b["weights"])
+
+
+def zero_with_step_count(cfg, stage, devices, precision):  # correct: +4 bytes
+    return transformer.zero_bytes(cfg, stage, devices, precision)["total"] + 4
+
+
+def mesh_always_infiniband(cfg, hw, chips, tokens, seq):
+    return next(_meshes(cfg, hw, chips, tokens, seq, True), None)
+
+
+def mesh_whole_batch(cfg, hw, chips, tokens, seq):  # tokens, not tokens per chip
+    for tp in (1, 2, 4, 8):
+        if chips % tp == 0 and tokens >= transformer.critical_batch(
+                cfg, "FSDP + TP", hw, seq, chips // tp, tp,
+                across_nodes=chips > hw.node_chips):
+            return chips // tp, tp
+    return None
+
+
+def mesh_fallback_full_tp(cfg, hw, chips, tokens, seq):
+    found = next(_meshes(cfg, hw, chips, tokens, seq, chips > hw.node_chips), None)
+    return found or (chips // 8, 8)
+
+
+def mesh_any_tp_dividing_chips(cfg, hw, chips, tokens, seq):  # tp of 3 or 6
+    return next(_meshes(cfg, hw, chips, tokens, seq, chips > hw.node_chips,
+                        tps=range(1, 9)), None)
