@@ -78,6 +78,7 @@ from .planning import (
     compile_report,
     compile_step,
     critical_batch,
+    memory_plan,
     phase_bytes,
     step_time,
 )
@@ -103,8 +104,8 @@ __all__ = [
     "compile_in_subprocess", "compile_report", "compile_step", "critical_batch",
     "flops_per_token", "forward", "gpipe", "gradient_tolerance", "init_params",
     "init_state", "layout_hooks", "layout_switches", "loss", "make_grad_fn",
-    "make_step",
-    "matmul_params", "mlp", "optimizer_for", "param_count", "param_parts",
+    "make_step", "matmul_params", "memory_plan", "mlp", "optimizer_for",
+    "param_count", "param_parts",
     "param_specs", "per_example_grad_sum", "phase_bytes", "place",
     "predicted_collectives", "rms_norm", "rope", "sharded_grad_fn", "sharded_step",
     "spec_tree", "state_bytes", "step_time", "train", "zero_bytes",

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +41,11 @@ from jaxcourse.scaling.roofline import (
 
 from .config import LLAMA3_8B, LLAMA3_70B, Config, flops_per_token, param_count
 from .layouts import DATA, MODEL, batch_spec, layout_switches, sharded_step, spec_tree
+from .memory import state_bytes
 from .training import init_state
 
 __all__ = ["CONFIGS", "compile_in_subprocess", "compile_report", "compile_step",
-           "critical_batch", "phase_bytes", "step_time"]
+           "critical_batch", "memory_plan", "phase_bytes", "step_time"]
 
 #: The configs a subprocess can be asked to compile, by name.
 CONFIGS = {"LLaMA-3 8B": LLAMA3_8B, "LLaMA-3 70B": LLAMA3_70B}
@@ -121,25 +123,53 @@ def critical_batch(cfg: Config, layout: str, hw: Hardware, seq: int, data: int =
     return compute_bound_above(times, probe) / (data * model)
 
 
+def memory_plan(cfg: Config, layout: str, data: int, model: int, seq: int,
+                sequences: int = 1) -> dict[str, int]:
+    """Return the chapter's plan of one device's memory for a mixed-precision step.
+
+    ``state``: the stored state (:func:`~.memory.state_bytes`, 12 bytes a
+    parameter, split by the layout); ``step``: the bfloat16 weights and
+    gradients the step makes from it, a third of the state (4 of its 12
+    bytes); ``activations``: the residuals full remat keeps, one bfloat16
+    ``d``-vector per layer per token, for the ``sequences`` of ``seq`` tokens
+    each device computes, split over ``"model"`` where the layout splits the
+    sequence. ``total`` is their sum. It is a plan, not a compiler's figure:
+    what it leaves out (the logits, attention's scores, the compiler's own
+    temporaries) is what :mod:`jaxcourse.transformer.slice_plans` measures.
+    """
+    state = state_bytes(cfg, layout, "mixed", data, model)["total"]
+    step = state // 3
+    split = model if layout_switches(layout).sp else 1
+    activations = cfg.layers * cfg.d_model * 2 * seq * sequences // split
+    return {"state": state, "step": step, "activations": activations,
+            "total": state + step + activations}
+
+
 def compile_step(cfg: Config, layout: str, data: int, model: int, batch: int, seq: int,
-                 precision: str = "mixed", remat: str = "full") -> Any:
+                 precision: str = "mixed", remat: str = "full",
+                 devices: Sequence[Any] | None = None, donate: bool = False) -> Any:
     """Compile ``layout``'s training step for ``cfg`` from shapes alone.
 
     The state (:func:`~.training.init_state`'s, by ``jax.eval_shape``) and
     the tokens are ``jax.ShapeDtypeStruct`` with the layout's shardings on a
-    ``data × model`` mesh of the first ``data · model`` devices: nothing is
-    allocated, so a model far larger than this machine's memory compiles.
+    ``data × model`` mesh of the first ``data · model`` of ``devices`` (JAX's
+    own by default; a TPU slice's compile-only devices,
+    :func:`jaxcourse.slices.slice_devices`, compile it for that slice):
+    nothing is allocated, so a model far larger than this machine's memory
+    compiles. With ``donate``, the state's buffers are donated (the new state
+    may reuse them), as a real training loop does.
 
     Raises
     ------
     ValueError
-        If JAX has too few devices, or the batch does not split.
+        If there are too few devices, or the batch does not split.
     """
     from jax.sharding import AxisType, NamedSharding
 
-    if len(jax.devices()) < data * model:
-        raise ValueError(f"a {data}×{model} mesh needs {data * model} devices; JAX has "
-                         f"{len(jax.devices())} (call "
+    devices = list(jax.devices() if devices is None else devices)
+    if len(devices) < data * model:
+        raise ValueError(f"a {data}×{model} mesh needs {data * model} devices; there "
+                         f"are {len(devices)} (call "
                          "jaxcourse.devices.use_cpu_devices "
                          "first, or use compile_in_subprocess)")
     if batch % data:
@@ -147,7 +177,7 @@ def compile_step(cfg: Config, layout: str, data: int, model: int, batch: int, se
     # Explicit axes, as make_mesh gives by default: said, so no reader guesses.
     mesh = jax.make_mesh((data, model), (DATA, MODEL),
                          axis_types=(AxisType.Explicit, AxisType.Explicit),
-                         devices=jax.devices()[:data * model])
+                         devices=devices[:data * model])
     state = jax.eval_shape(lambda: init_state(jax.random.key(0), cfg, precision))
     shaped = jax.tree.map(
         lambda leaf, spec: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype,
@@ -155,7 +185,8 @@ def compile_step(cfg: Config, layout: str, data: int, model: int, batch: int, se
         state, spec_tree(state, layout))
     tokens = jax.ShapeDtypeStruct((batch, seq), np.int32,
                                   sharding=NamedSharding(mesh, batch_spec(layout)))
-    step = jax.jit(sharded_step(cfg, layout, mesh, precision, remat))
+    step = jax.jit(sharded_step(cfg, layout, mesh, precision, remat),
+                   donate_argnums=(0,) if donate else ())
     return step.lower(shaped, tokens, tokens).compile()
 
 
@@ -177,7 +208,8 @@ def compile_report(compiled: Any) -> dict[str, Any]:
 
 def compile_in_subprocess(config: str, layout: str, data: int, model: int, batch: int,
                           seq: int, layers: int | None = None, precision: str = "mixed",
-                          remat: str = "full", timeout: float = 300.0
+                          remat: str = "full", timeout: float = 300.0,
+                          slice_name: str | None = None, donate: bool = False
                           ) -> dict[str, Any]:
     """Compile a named config's step in a fresh Python with ``data · model`` devices.
 
@@ -185,17 +217,23 @@ def compile_in_subprocess(config: str, layout: str, data: int, model: int, batch
     needs a process of its own: this one starts Python on this module's
     command line, which compiles with :func:`compile_step` and prints
     :func:`compile_report` as JSON, with ``seconds`` (the compile alone).
+    With ``slice_name`` the child compiles for that TPU slice's compile-only
+    devices (:func:`jaxcourse.slices.slice_devices`) instead of simulated CPU
+    ones; where the TPU compiler refuses the program (it does not fit the
+    chip's memory), the JSON holds ``refused``: its message's first lines.
 
     Parameters
     ----------
     config : str
         A key of :data:`CONFIGS`.
-    layout, data, model, batch, seq, precision, remat
+    layout, data, model, batch, seq, precision, remat, donate
         As for :func:`compile_step`.
     layers : int, optional
         Compile with this many blocks instead of the config's.
     timeout : float
         Seconds before the child is stopped.
+    slice_name : str, optional
+        A key of :data:`jaxcourse.slices.SLICES`.
 
     Raises
     ------
@@ -206,7 +244,9 @@ def compile_in_subprocess(config: str, layout: str, data: int, model: int, batch
         raise ValueError(f"unknown config {config!r}; expected one of {list(CONFIGS)}")
     args = [sys.executable, "-m", "jaxcourse.transformer.planning", config, layout,
             str(data), str(model), str(batch), str(seq), "--precision", precision,
-            "--remat", remat] + (["--layers", str(layers)] if layers else [])
+            "--remat", remat] + (["--layers", str(layers)] if layers else []) + (
+                ["--slice", slice_name] if slice_name else []) + (
+                ["--donate"] if donate else [])
     # The child imports this very package, wherever it is.
     root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
@@ -234,17 +274,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layers", type=int)
     parser.add_argument("--precision", default="mixed")
     parser.add_argument("--remat", default="full")
+    parser.add_argument("--slice", help="compile for this TPU slice (jaxcourse.slices)")
+    parser.add_argument("--donate", action="store_true", help="donate the state")
     add_version(parser)
     args = parser.parse_args(argv)
-    from jaxcourse.devices import use_cpu_devices
+    devices = None
+    if args.slice:
+        from jaxcourse.slices import slice_devices
 
-    use_cpu_devices(args.data * args.model)
+        devices = slice_devices(args.slice)
+    else:
+        from jaxcourse.devices import use_cpu_devices
+
+        use_cpu_devices(args.data * args.model)
     cfg = CONFIGS[args.config]
     if args.layers:
         cfg = cfg.with_layers(args.layers)
     started = time.perf_counter()
-    compiled = compile_step(cfg, args.layout, args.data, args.model, args.batch,
-                            args.seq, args.precision, args.remat)
+    try:
+        compiled = compile_step(cfg, args.layout, args.data, args.model, args.batch,
+                                args.seq, args.precision, args.remat, devices,
+                                args.donate)
+    except jax.errors.JaxRuntimeError as error:
+        if not args.slice or "RESOURCE_EXHAUSTED" not in str(error):
+            raise
+        # The TPU compiler's refusal is a result: its words say by how much.
+        print(json.dumps({"refused": "\n".join(str(error).splitlines()[:4]),
+                          "seconds": time.perf_counter() - started}))
+        return 0
     report = compile_report(compiled)
     report["seconds"] = time.perf_counter() - started
     print(json.dumps(report))

@@ -1,0 +1,164 @@
+"""LLaMA-3's training steps compiled for real TPU slices: the plan beside the compiler.
+
+Chapter 7 plans each device's memory with a formula
+(:func:`~.planning.memory_plan`: the state, the step's bfloat16 copies, the
+residuals full remat keeps). This module holds that plan against the TPU
+compiler: each of :data:`RUNS` is LLaMA-3 8B or 70B's real-shaped training
+step (8,192-token sequences, mixed precision), compiled from shapes alone for
+the compile-only devices of a named TPU slice (:mod:`jaxcourse.slices`), in a
+process of its own (:func:`~.planning.compile_in_subprocess`). The compiler
+either gives its memory per device (arguments, outputs, temporaries, what
+the outputs alias, and its peak: on TPU the liveness-aware high-water mark),
+or refuses the program, saying how much it needed of what the chip has.
+
+Compiling these takes 47 to 95 s each on a 2-core machine, so they run as a
+benchmark whose results are stored (``jaxcourse/data/compiled/
+tpu_slice_plans.json``, with the JAX and libtpu versions) and read by the
+chapter (:func:`load`); ``tests/test_slice_plans.py`` recomputes the plan
+column and compiles one of them again::
+
+    python -m jaxcourse.transformer.slice_plans --out FILE [--only NAME ...]
+
+The stored file was made on a TPU v5e host (13 cores); any machine with the
+course's libtpu (``make setup``) makes the same figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from jaxcourse.cli import add_version
+
+from .planning import CONFIGS, compile_in_subprocess, memory_plan
+
+__all__ = ["RUNS", "STORED", "Run", "load", "needed_bytes", "plan_of", "run_one"]
+
+#: Where the chapter reads the stored compiles from.
+STORED = (Path(__file__).resolve().parents[1] / "data" / "compiled"
+          / "tpu_slice_plans.json")
+
+#: LLaMA-3's training length, the chapter's ``SEQ_LEN``.
+SEQ = 8192
+
+
+class Run(NamedTuple):
+    """One compile: a model's step, a slice, a layout on a mesh, a batch, a policy."""
+
+    name: str
+    config: str
+    slice_name: str
+    layout: str
+    data: int
+    model: int
+    batch: int
+    remat: str = "full"
+    donate: bool = True
+
+    @property
+    def sequences(self) -> int:
+        """Sequences each device computes (a data row's share of the batch)."""
+        return self.batch // self.data
+
+
+#: The chapter's runs: which fit, which do not, and what makes them fit.
+RUNS: list[Run] = [
+    Run("8B FSDP, v5e 2x4", "LLaMA-3 8B", "v5e 2x4", "FSDP", 8, 1, 8),
+    Run("8B FSDP, v5e 4x4", "LLaMA-3 8B", "v5e 4x4", "FSDP", 16, 1, 16),
+    Run("8B FSDP, v5e 4x4, not donated", "LLaMA-3 8B", "v5e 4x4", "FSDP", 16, 1, 16,
+        donate=False),
+    Run("8B FSDP + TP, v5e 4x4", "LLaMA-3 8B", "v5e 4x4", "FSDP + TP", 4, 4, 4),
+    Run("8B TP + SP, v5e 4x4", "LLaMA-3 8B", "v5e 4x4", "TP + SP", 1, 16, 1),
+    Run("8B FSDP, v5p 2x2x2", "LLaMA-3 8B", "v5p 2x2x2", "FSDP", 8, 1, 8),
+    Run("8B FSDP, v5p 2x2x2, remat dots", "LLaMA-3 8B", "v5p 2x2x2", "FSDP", 8, 1, 8,
+        remat="dots"),
+    Run("70B FSDP + TP, v5p 4x4x4, 64 sequences", "LLaMA-3 70B", "v5p 4x4x4",
+        "FSDP + TP", 8, 8, 64),
+    Run("70B FSDP + TP, v5p 4x4x4, 8 sequences", "LLaMA-3 70B", "v5p 4x4x4",
+        "FSDP + TP", 8, 8, 8),
+]
+
+
+def plan_of(run: Run) -> dict[str, int]:
+    """Return the chapter's plan for ``run`` (:func:`~.planning.memory_plan`)."""
+    return memory_plan(CONFIGS[run.config], run.layout, run.data, run.model, SEQ,
+                       run.sequences)
+
+
+_USED = re.compile(r"Used ([\d.]+)([KMGT]?) of ([\d.]+)([KMGT]?) hbm")
+_UNIT = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def needed_bytes(refused: str) -> tuple[float, float] | None:
+    """Return ``(needed, available)`` bytes from the TPU compiler's refusal, if said.
+
+    libtpu says, e.g., "Ran out of memory in memory space hbm. Used 20.20G of
+    15.75G hbm." (binary units: G is 2**30).
+    """
+    found = _USED.search(refused)
+    if found is None:
+        return None
+    used, u1, have, u2 = found.groups()
+    return float(used) * _UNIT[u1], float(have) * _UNIT[u2]
+
+
+def run_one(run: Run, timeout: float = 600.0) -> dict[str, Any]:
+    """Compile ``run`` in a process of its own; return the compiler's figures."""
+    found = compile_in_subprocess(run.config, run.layout, run.data, run.model,
+                                  run.batch, SEQ, remat=run.remat, timeout=timeout,
+                                  slice_name=run.slice_name, donate=run.donate)
+    found["run"] = run._asdict()
+    found["plan"] = plan_of(run)
+    return found
+
+
+def _versions() -> dict[str, str | None]:
+    import importlib.metadata as md
+
+    found: dict[str, str | None] = {}
+    for name in ("jax", "jaxlib", "libtpu"):
+        try:
+            found[name] = md.version(name)
+        except md.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def load(path: Path = STORED) -> dict[str, Any]:
+    """Return the stored compiles: ``{"versions", "date", "runs": {name: ...}}``."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Compile :data:`RUNS` (or those named) and write them as JSON, run by run."""
+    parser = argparse.ArgumentParser(prog="python -m jaxcourse.transformer.slice_plans",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=STORED,
+                        help="the JSON file to write")
+    parser.add_argument("--only", nargs="*", default=None, help="run names to compile")
+    add_version(parser)
+    args = parser.parse_args(argv)
+    chosen = [r for r in RUNS if args.only is None or r.name in args.only]
+    # Runs compiled before (another --only) stay; the chosen ones are replaced.
+    kept = load(args.out)["runs"] if args.out.is_file() else {}
+    results: dict[str, Any] = {"versions": _versions(),
+                               "date": dt.date.today().isoformat(), "runs": kept}
+    for index, run in enumerate(chosen, 1):
+        started = time.perf_counter()
+        results["runs"][run.name] = run_one(run)
+        seconds = time.perf_counter() - started
+        print(f"{index}/{len(chosen)} {run.name}: {seconds:.0f} s", file=sys.stderr,
+              flush=True)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
