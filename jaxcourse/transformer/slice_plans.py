@@ -144,7 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=None, help="run names to compile")
     add_version(parser)
     args = parser.parse_args(argv)
-    chosen = [r for r in RUNS if args.only is None or r.name in args.only]
+    by_name = {r.name: r for r in RUNS}
+    unknown = sorted(set(args.only or ()) - set(by_name))
+    if unknown:
+        parser.error(f"no run named {unknown}; the runs: {list(by_name)}")
+    chosen = RUNS if args.only is None else [by_name[n] for n in args.only]
     # Runs compiled before (another --only) stay; the chosen ones are replaced.
     kept = load(args.out)["runs"] if args.out.is_file() else {}
     results: dict[str, Any] = {"versions": _versions(),
