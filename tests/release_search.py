@@ -1,10 +1,11 @@
 """Search a chapter's released package for functions that answer its exercises.
 
-Run as ``python tests/release_search.py TOPIC_KEY`` (one fresh process per
-chapter: JAX fixes its devices when it starts); prints one JSON list of hits,
-``[exercise id, function, pattern]``, each a notebook made only of calls into
-the released package that the grader's own judge (:func:`judging.judge`, on
-every case of the exercise) scores 1.
+Run as ``python tests/release_search.py TOPIC_KEY [TOPIC_KEY ...]``, the keys
+of chapters with the same number of devices (one fresh process per device
+count: JAX fixes its devices when it starts); prints one JSON object, each
+key's list of hits, ``[exercise id, function, pattern]``, each a notebook made
+only of calls into the released package that the grader's own judge
+(:func:`judging.judge`, on every case of the exercise) scores 1.
 
 What the search covers, so that a reader knows what it does not:
 
@@ -170,4 +171,4 @@ if __name__ == "__main__":
     # a MemoryError then, not this process killed.
     limit = 6 * 2**30
     resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
-    print(json.dumps(search(sys.argv[1])))
+    print(json.dumps({key: search(key) for key in sys.argv[1:]}))
