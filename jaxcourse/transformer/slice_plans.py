@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from jaxcourse import CourseError
 from jaxcourse.cli import add_version
 
 from .planning import CONFIGS, compile_in_subprocess, memory_plan
@@ -78,10 +79,12 @@ RUNS: list[Run] = [
     Run("8B FSDP, v5p 2x2x2", "LLaMA-3 8B", "v5p 2x2x2", "FSDP", 8, 1, 8),
     Run("8B FSDP, v5p 2x2x2, remat dots", "LLaMA-3 8B", "v5p 2x2x2", "FSDP", 8, 1, 8,
         remat="dots"),
+    # A mesh on a 4x4x4 cube takes whole physical axes: 16 × 4, not 8 × 8
+    # (jax.make_mesh refuses an 8, which no product of the cube's axes makes).
     Run("70B FSDP + TP, v5p 4x4x4, 64 sequences", "LLaMA-3 70B", "v5p 4x4x4",
-        "FSDP + TP", 8, 8, 64),
-    Run("70B FSDP + TP, v5p 4x4x4, 8 sequences", "LLaMA-3 70B", "v5p 4x4x4",
-        "FSDP + TP", 8, 8, 8),
+        "FSDP + TP", 16, 4, 64),
+    Run("70B FSDP + TP, v5p 4x4x4, 16 sequences", "LLaMA-3 70B", "v5p 4x4x4",
+        "FSDP + TP", 16, 4, 16),
 ]
 
 
@@ -109,10 +112,17 @@ def needed_bytes(refused: str) -> tuple[float, float] | None:
 
 
 def run_one(run: Run, timeout: float = 600.0) -> dict[str, Any]:
-    """Compile ``run`` in a process of its own; return the compiler's figures."""
-    found = compile_in_subprocess(run.config, run.layout, run.data, run.model,
-                                  run.batch, SEQ, remat=run.remat, timeout=timeout,
-                                  slice_name=run.slice_name, donate=run.donate)
+    """Compile ``run`` in a process of its own; return the compiler's figures.
+
+    A run that fails otherwise than by the compiler's refusal (a mesh the
+    slice cannot hold, a time limit) gives ``{"error": message}``.
+    """
+    try:
+        found = compile_in_subprocess(run.config, run.layout, run.data, run.model,
+                                      run.batch, SEQ, remat=run.remat, timeout=timeout,
+                                      slice_name=run.slice_name, donate=run.donate)
+    except CourseError as error:
+        found = {"error": str(error).splitlines()[-1]}
     found["run"] = run._asdict()
     found["plan"] = plan_of(run)
     return found
