@@ -109,7 +109,7 @@ TEXTS: dict[str, str] = {
     "spec_over": "沿 {axis} 切分",
     "spec_whole": "未切分（None）",
     "spec_none": "None（不切分）",
-    "spec_rank": "spec {spec} 有 {got} 项，但数组有 {expected} 维",
+    "spec_rank": "规格 {spec} 有 {got} 项，但数组有 {expected} 维",
     "factor_times": "{n} 倍",
     "factor_part": "{n} 分之一",
     "factor_other": "{k:.4g} 倍",
@@ -399,4 +399,30 @@ TEXTS: dict[str, str] = {
     "tfx_choice": "{config}、{nodes} 个节点的 {chip}、网格 {mesh}、{precision}、"
                   "remat {remat}、{micro} 个微批次、{batch} × {seq} 个词元",
     "tfx_busy": "正在计算：{choice}……灰色的数字仍是上一个选择的结果。",
+    # 探索器的长条图（jaxcourse.exercises.explorer_charts）。
+    "chart_memory_title": "每个设备的内存与芯片的 HBM",
+    "chart_time_title": "每一步的时间（屋顶线）",
+    "chart_plan": "规划（公式）",
+    "chart_compiled": "编译后（XLA）",
+    "chart_over": "放不下",
+    "chart_part_params": "参数",
+    "chart_part_grads": "梯度",
+    "chart_part_optimizer": "优化器（Adam）",
+    "chart_part_gathered": "收集的权重",
+    "chart_part_activations": "激活值",
+    "chart_part_scores": "注意力分数（一个块）",
+    "chart_part_arguments": "参数",
+    "chart_part_temp": "临时缓冲区",
+    "chart_part_outputs": "输出",
+    "chart_part_at_peak": "XLA 峰值时的其他缓冲区",
+    "chart_part_compute": "计算时间",
+    "chart_part_comm": "通信时间",
+    "chart_part_step": "一步（屋顶线）",
+    "chart_memory_summary": "每个设备内存的长条图：规划需要 {plan}（芯片 {hbm} 的 "
+                            "{pct}）。",
+    "chart_memory_summary_compiled": "每个设备内存的长条图：规划需要 {plan}（芯片 "
+                                     "{hbm} 的 {pct}），编译后的程序需要 {compiled}"
+                                     "（XLA）。",
+    "chart_time_summary": "每一步时间的长条图：计算 {compute}，通信 {comm}，"
+                          "一步共 {step}（屋顶线）。",
 }

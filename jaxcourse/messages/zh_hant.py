@@ -107,7 +107,7 @@ TEXTS: dict[str, str] = {
     "spec_over": "沿 {axis} 切分",
     "spec_whole": "未切分（None）",
     "spec_none": "None（不切分）",
-    "spec_rank": "spec {spec} 有 {got} 項，但陣列有 {expected} 維",
+    "spec_rank": "規格 {spec} 有 {got} 項，但陣列有 {expected} 維",
     "factor_times": "{n} 倍",
     "factor_part": "{n} 分之一",
     "factor_other": "{k:.4g} 倍",
@@ -393,4 +393,30 @@ TEXTS: dict[str, str] = {
     "tfx_choice": "{config}、{nodes} 個節點的 {chip}、網格 {mesh}、{precision}、"
                   "remat {remat}、{micro} 個微批次、{batch} × {seq} 個詞元",
     "tfx_busy": "正在計算：{choice}……灰色的數字仍是上一個選擇的結果。",
+    # 探索器的長條圖（jaxcourse.exercises.explorer_charts）。
+    "chart_memory_title": "每個裝置的記憶體與晶片的 HBM",
+    "chart_time_title": "每一步的時間（屋頂線）",
+    "chart_plan": "規劃（公式）",
+    "chart_compiled": "編譯後（XLA）",
+    "chart_over": "放不下",
+    "chart_part_params": "參數",
+    "chart_part_grads": "梯度",
+    "chart_part_optimizer": "最佳化器（Adam）",
+    "chart_part_gathered": "收集的權重",
+    "chart_part_activations": "啟動值",
+    "chart_part_scores": "注意力分數（一個塊）",
+    "chart_part_arguments": "引數",
+    "chart_part_temp": "臨時緩衝區",
+    "chart_part_outputs": "輸出",
+    "chart_part_at_peak": "XLA 峰值時的其他緩衝區",
+    "chart_part_compute": "計算時間",
+    "chart_part_comm": "通訊時間",
+    "chart_part_step": "一步（屋頂線）",
+    "chart_memory_summary": "每個裝置記憶體的長條圖：規劃需要 {plan}（晶片 {hbm} 的 "
+                            "{pct}）。",
+    "chart_memory_summary_compiled": "每個裝置記憶體的長條圖：規劃需要 {plan}（晶片 "
+                                     "{hbm} 的 {pct}），編譯後的程式需要 {compiled}"
+                                     "（XLA）。",
+    "chart_time_summary": "每一步時間的長條圖：計算 {compute}，通訊 {comm}，"
+                          "一步共 {step}（屋頂線）。",
 }
