@@ -332,9 +332,10 @@ def ending_choice(out: Any) -> dict[str, Choice]:
 
     Two entries, so that the feedback says which of the two is wrong ("entry
     'fix': expected 'add --kill-on-bad-exit=1', got ..."); a name outside
-    ENDINGS or FIXES is simply not the expected one.
+    ENDINGS or FIXES is said to be so.
     """
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise ValueError(f"{out!r} is not a pair (ending, fix)")
     ending, fix = out
-    return {"ending": choice(ending), "fix": choice(fix)}
+    return {"ending": choice(ending, ENDINGS, "ENDINGS"),
+            "fix": choice(fix, FIXES, "FIXES")}

@@ -440,7 +440,7 @@ REMAT_CHOICES = (*REMAT_POLICIES, None)
 
 def remat_choice(out: Any) -> Choice:
     """Extract: the policy (or None), compared by its name."""
-    return choice(out)
+    return choice(out, REMAT_CHOICES, "REMAT_POLICIES (or None)")
 
 
 def critical_calls(count: int = 24) -> Inputs:

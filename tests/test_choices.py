@@ -110,3 +110,13 @@ def test_remat_policy_and_job_ending_speak_names_not_codes() -> None:
                     lambda log, sacct: reference(log, sacct)[::-1]).report()
     assert "entry 'ending'" in swapped and "', got '" in swapped
     assert "difference" not in swapped and "times the expected" not in swapped
+
+
+def test_a_name_outside_the_answers_is_said_to_be() -> None:
+    got = choice("crash", ("heartbeat timeout", "shutdown barrier"), "ENDINGS")
+    said = compare(choice("heartbeat timeout"), got, CASE)
+    assert said == ("expected 'heartbeat timeout', got 'crash' — 'crash' is not one "
+                    "of ENDINGS")
+    assert choice("shutdown barrier", ("shutdown barrier",), "ENDINGS").outside == ""
+    back = Observation.from_json(Observation("value", got).to_json()).value
+    assert back == got

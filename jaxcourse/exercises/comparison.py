@@ -132,6 +132,9 @@ def _compare_choices(exp: Choice, got: Choice, language: str) -> str:
     if exp.name == got.name:
         return ""
     said = message("wrong_choice", language, expected=exp.name, got=got.name)
+    if got.outside:
+        return said + " — " + message("choice_outside", language, got=got.name,
+                                      among=got.outside)
     if exp.name == "None" and got.name.strip("'\"").lower() in ("none", "null", ""):
         # The word for nothing, written as text: Python's None is no string.
         said += " — " + message("none_as_text", language)

@@ -33,10 +33,13 @@ class Choice:
     ``name`` is how the answer reads in Python (``'no remat'``, ``None``):
     two choices are equal when their names are, and a wrong one is said as
     "expected 'no remat', got 'full remat'", never as an index into a list.
-    An exercise's ``extract`` makes one with :func:`choice`.
+    An exercise's ``extract`` makes one with :func:`choice`. ``outside``,
+    when not empty, names the list of answers the value is not one of
+    (``"ENDINGS"``), said beside the difference.
     """
 
     name: str
+    outside: str = ""
 
 
 @dataclass(frozen=True)
@@ -52,14 +55,21 @@ class Spec:
     axes: tuple[str, ...]
 
 
-def choice(value: Any) -> Choice:
+def choice(value: Any, among: Any = None, among_name: str = "") -> Choice:
     """Return ``value`` (a name, names and numbers, None) as a :class:`Choice`.
 
     Numbers are written as Python ints or floats (a NumPy ``int32(8)`` reads
     ``8``), so that an answer built from NumPy values reads as one built from
-    Python's.
+    Python's. ``among``, when given, holds the possible answers, and
+    ``among_name`` what the exercise calls them: a value outside them is
+    marked so (:attr:`Choice.outside`).
     """
-    return Choice(_plain_repr(value)[:200])
+    plain = _plain(value)
+    try:
+        outside = among is not None and plain not in among
+    except TypeError:  # an unhashable or uncomparable value is in no list
+        outside = True
+    return Choice(_plain_repr(value)[:200], among_name if outside else "")
 
 
 def spec(entries: Any, rank: int | None = None) -> Spec:
@@ -167,7 +177,7 @@ def _encode(value: Any) -> Any:
         return {"t": value.kind, "items": [_encode(v) for v in value.items],
                 "keys": list(value.keys)}
     if isinstance(value, Choice):
-        return {"t": "choice", "name": value.name}
+        return {"t": "choice", "name": value.name, "outside": value.outside}
     if isinstance(value, Spec):
         return {"t": "spec", "axes": list(value.axes)}
     return {"t": "bad", "type": value.type}
@@ -188,7 +198,7 @@ def _decode(data: Any) -> Any:
     if t == "bad":
         return Bad(str(data["type"])[:60])
     if t == "choice":
-        return Choice(str(data["name"])[:200])
+        return Choice(str(data["name"])[:200], str(data.get("outside", ""))[:60])
     if t == "spec":
         return Spec(tuple(str(a)[:60] for a in data["axes"][:16]))
     raise ValueError(f"unexpected value tag {t!r}")

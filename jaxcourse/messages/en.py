@@ -131,6 +131,7 @@ TEXTS: dict[str, str] = {
     "100), or the reverse?",
     # A categorical answer, by its name; a PartitionSpec, by dimension.
     "wrong_choice": "expected {expected}, got {got}",
+    "choice_outside": "{got} is not one of {among}",
     "none_as_text": "return None itself, not a string that reads like it",
     "spec_dimension": "dimension {dim} is {got}, expected {expected}",
     "spec_over": "sharded over {axis}",
@@ -465,4 +466,33 @@ TEXTS: dict[str, str] = {
                   "{remat}, {micro} micro-batches, {batch} × {seq} tokens",
     "tfx_busy": "Computing for {choice}… The greyed numbers are still the previous "
                 "choice's.",
+    # The explorers' charts (jaxcourse.exercises.explorer_charts). Each text of
+    # a chart is a whole message, so the book's editions translate it whole.
+    "chart_memory_title": "Memory per device and the chip's HBM",
+    "chart_time_title": "Time per step (roofline)",
+    "chart_plan": "plan (formulas)",
+    "chart_compiled": "compiled (XLA)",
+    "chart_over": "does not fit",
+    "chart_part_params": "parameters",
+    "chart_part_grads": "gradients",
+    "chart_part_optimizer": "optimizer (Adam)",
+    "chart_part_gathered": "gathered weights",
+    "chart_part_activations": "activations",
+    "chart_part_scores": "attention scores (one block)",
+    "chart_part_arguments": "arguments",
+    "chart_part_temp": "temporaries",
+    "chart_part_outputs": "outputs",
+    "chart_part_at_peak": "other buffers at XLA's peak",
+    "chart_part_compute": "compute time",
+    "chart_part_comm": "communication time",
+    "chart_part_step": "step (roofline)",
+    # A field is followed by words, never by ".": a number has one ("80.00 GB"),
+    # and the book's editions find a field's end by the text after it.
+    "chart_memory_summary": "Bar chart of the memory on each device: the plan needs "
+                            "{plan} ({pct} of the chip's {hbm}).",
+    "chart_memory_summary_compiled": "Bar chart of the memory on each device: the "
+                                     "plan needs {plan} ({pct} of the chip's {hbm}), "
+                                     "the compiled program {compiled} (XLA).",
+    "chart_time_summary": "Bar chart of the time per step: {compute} of computing and "
+                          "{comm} of communicating, {step} in all (roofline).",
 }

@@ -104,6 +104,7 @@ TEXTS: dict[str, str] = {
     "或在该用给定数量的地方写死了 8？",
     "cause_percent": "：是不是该用分数的地方用了百分比（没有除以 100），或反过来？",
     "wrong_choice": "预期 {expected}，得到 {got}",
+    "choice_outside": "{got} 不是 {among} 中的任何一个",
     "none_as_text": "请直接返回 None，而不是看起来像它的字符串",
     "spec_dimension": "第 {dim} 维{got}，预期 {expected}",
     "spec_over": "沿 {axis} 切分",

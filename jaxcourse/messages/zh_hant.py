@@ -102,6 +102,7 @@ TEXTS: dict[str, str] = {
     "或在該用給定數量的地方寫死了 8？",
     "cause_percent": "：是不是該用分數的地方用了百分比（沒有除以 100），或反過來？",
     "wrong_choice": "預期 {expected}，得到 {got}",
+    "choice_outside": "{got} 不是 {among} 中的任何一個",
     "none_as_text": "請直接回傳 None，而不是看起來像它的字串",
     "spec_dimension": "第 {dim} 維{got}，預期 {expected}",
     "spec_over": "沿 {axis} 切分",
