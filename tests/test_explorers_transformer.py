@@ -8,13 +8,23 @@ fresh interpreter with eight (``run_script``), as the scaling explorer's does.
 from __future__ import annotations
 
 import re
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
+from chart_svg import (
+    charts,
+    check_flags,
+    english_words,
+    memory_and_time,
+    svg_texts,
+    translated,
+)
 from processes import MARK, run_script
 
 from jaxcourse import transformer
 from jaxcourse.exercises import explorers_transformer as tfx
+from jaxcourse.exercises.explorer_base import bytes_text, seconds_text
 from jaxcourse.scaling import HARDWARE
 
 SMALL = transformer.Config(vocab=96, d_model=32, layers=3, heads=4, kv_heads=2,
@@ -72,6 +82,67 @@ def test_the_report_is_the_librarys_formulas(choice: tuple) -> None:
     assert f"{transformer.param_count(cfg):,}" in report["html"]
 
 
+@pytest.mark.parametrize("choice", CHOICES, ids=lambda c: f"{c[0]}-{c[1]}-{c[3]}")
+def test_the_chart_draws_each_part_of_the_memory_against_the_chip(
+        choice: tuple) -> None:
+    config, chip, _, mesh, precision, *_ = choice
+    report = tfx.transformer_report(*choice)
+    memory, time = memory_and_time(report["html"])
+    [plan] = memory.rows                 # none of CHOICES compiles here
+    # The plan's parts are the table's: the state during the step, the
+    # gathered weights, the activations and one block's scores.
+    data, model = map(int, mesh.split("×"))
+    layout = "FSDP" if model == 1 else "FSDP + TP"
+    p = transformer.PRECISIONS[precision]
+    stored = transformer.state_bytes(tfx.CONFIGS[config], layout, precision, data,
+                                     model)
+    numbers = stored["params"] // np.dtype(p.store).itemsize
+    per = transformer.bytes_per_param(precision)
+    want = {"params": numbers * (per["weights"] + per["master"]),
+            "grads": numbers * per["grads"], "optimizer": numbers * per["adam"] + 4,
+            "gathered": report["gathered"], "activations": report["activations"],
+            "scores": report["scores"]}
+    assert plan.parts == {k: v for k, v in want.items() if v > 0}
+    assert plan.total == pytest.approx(report["memory"], rel=1e-12)
+    assert memory.limit == report["hbm"] == HARDWARE[chip].hbm
+    check_flags(memory)
+    assert plan.over == (not report["fits"])
+    assert f"{chip} HBM {bytes_text(report['hbm'])}" in memory.texts
+    assert bytes_text(report["memory"]) in memory.summary
+    assert [row.parts for row in time.rows] == [
+        {"compute": report["time"]["compute"]},
+        {"comm": report["time"]["communication"]}, {"step": report["time"]["step"]}]
+    assert seconds_text(report["time"]["step"]) in time.summary
+
+
+def test_the_chart_of_a_plan_too_big_is_flagged_in_every_edition() -> None:
+    choice = ("LLaMA-3 70B", "H100 SXM", 1, "8×1", "float32", "none", 1, 64, 4096)
+    english = tfx.transformer_report(*choice)
+    memory, _ = memory_and_time(english["html"])
+    check_flags(memory)
+    assert memory.rows[0].over and "⚠ does not fit" in memory.texts
+    words = {
+        "zh-Hant": (["參數", "梯度", "最佳化器（Adam）", "收集的權重", "啟動值",
+                     "注意力分數（一個塊）", "每個裝置的記憶體與晶片的 HBM",
+                     "⚠ 放不下", "計算時間", "通訊時間"], ["内存", "设备", "芯片"]),
+        "zh-Hans": (["参数", "梯度", "优化器（Adam）", "收集的权重", "激活值",
+                     "注意力分数（一个块）", "每个设备的内存与芯片的 HBM",
+                     "⚠ 放不下", "计算时间", "通信时间"], ["記憶體", "裝置", "晶片"]),
+    }
+    for language, (present, foreign) in words.items():
+        ours = tfx.transformer_report(*choice, language=language)["html"]
+        texts = svg_texts(ours)
+        assert all(word in texts for word in present), (language, texts)
+        assert not any(word in text for text in texts for word in foreign), texts
+        assert not english_words(texts), english_words(texts)
+        assert memory_and_time(ours)[0].rows[0].over
+        # The book's edition, translated from the English chapter's stored
+        # widgets, shows this very chart.
+        assert [ET.tostring(svg) for svg in charts(translated(english["html"],
+                                                              language))] == [
+            ET.tostring(svg) for svg in charts(ours)], language
+
+
 def test_activations_are_the_librarys_saved_residuals() -> None:
     # The library reads them with real weights; the explorer from shapes alone.
     for remat in ("none", "names"):
@@ -108,6 +179,7 @@ def test_the_widget_recomputes_when_a_control_changes() -> None:
     explorer.remat.value = "none"  # as a learner would: the table follows
     assert explorer.report["activations"] > first["activations"]
     assert explorer.table.value.endswith(explorer.report["html"] + "</div>")
+    assert len(charts(explorer.table.value)) == 2    # the charts, beside the table
     # Another cluster has other meshes; the tensor-parallel size is kept.
     explorer.mesh.value = "4×2"
     explorer.nodes.value = 2
@@ -119,6 +191,7 @@ def test_the_widget_recomputes_when_a_control_changes() -> None:
     assert explorer.mesh.value == "4×2" and explorer.cue.layout.display == "none"
     explorer.micro.value = 16                 # 16 sequences over 4 × 16: no
     assert not explorer.report["valid"] and "does not split" in explorer.table.value
+    assert not charts(explorer.table.value)
     assert "LLaMA-3" in explorer.live_text()
 
 
@@ -140,14 +213,32 @@ def test_the_explorer_compiles_small_configs_and_says_why_not_otherwise() -> Non
                                       seq=1024, language="zh-Hans")
         many = tfx.transformer_report("LLaMA-3 8B, 2 layers", "H100 SXM", 2, "16×1",
                                       seq=1024)
+        small_zh = tfx.transformer_report("LLaMA-3 8B, 2 layers", "H100 SXM", 1,
+                                          "8×1", "mixed", "full", 1, 8, 1024,
+                                          language="zh-Hant")
         print({MARK!r} + json.dumps({{
             "small": [small["source"], small["compiled"], small["html"],
-                      small["state"]],
+                      small["state"], small["memory"]], "small_zh": small_zh["html"],
             "direct": direct, "deep": [deep["why"], deep["html"]],
             "many": [many["why"], many["html"]]}}))
     """)
-    source, compiled, text, state = found["small"]
+    source, compiled, text, state, planned = found["small"]
     assert source == "compiled" and compiled == found["direct"]
+    # The chart: the plan, and under it XLA's peak (the table's headline),
+    # the arguments first.
+    memory, _ = memory_and_time(text)
+    plan, built = memory.rows
+    peak, arguments = compiled["memory"]["peak"], compiled["memory"]["arguments"]
+    assert plan.total == pytest.approx(planned, rel=1e-12)
+    assert built.parts == {"arguments": arguments, "at_peak": peak - arguments}
+    assert built.total == peak and bytes_text(peak) in memory.summary
+    check_flags(memory)
+    # In zh-Hant, and as the book's edition translates the English chart.
+    zh = found["small_zh"]
+    assert {"編譯後（XLA）", "引數（狀態與批次）", "XLA 峰值時的其他緩衝區"} <= set(
+        svg_texts(zh))
+    assert [ET.tostring(svg) for svg in charts(translated(text, "zh-Hant"))] == [
+        ET.tostring(svg) for svg in charts(zh)]
     assert "compiled program" in text and "transformer.compile_step" in text
     # The arguments: the stored state and this device's int32 tokens, twice.
     assert compiled["memory"]["arguments"] == state + 2 * 8 * 1024 * 4 // 8

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
+
 import jax
 import numpy as np
 import optax
@@ -207,6 +209,69 @@ def test_the_layout_explorer_reports_the_formulas() -> None:
         256, 4, 64, "1×8", "tensor parallel", "TPU v5e", "zh-Hant")["html"]
 
 
+# Chart texts in each edition: Taiwan's terms in zh-Hant, the mainland's in zh-Hans.
+CHART_WORDS = {
+    "zh-Hant": (["參數", "梯度", "最佳化器（Adam）", "每個裝置的記憶體與晶片的 HBM",
+                 "規劃（公式）", "計算時間", "通訊時間", "⚠ 放不下"],
+                ["内存", "设备", "芯片", "记忆体"]),
+    "zh-Hans": (["参数", "梯度", "优化器（Adam）", "每个设备的内存与芯片的 HBM",
+                 "规划（公式）", "计算时间", "通信时间", "⚠ 放不下"],
+                ["記憶體", "裝置", "晶片", "内存体"]),
+}
+
+
+@pytest.mark.parametrize("layout", ["FSDP", "data parallel", "tensor parallel"])
+def test_the_layout_explorer_draws_memory_against_the_chip(layout: str) -> None:
+    from chart_svg import check_flags, memory_and_time
+
+    from jaxcourse.exercises.explorer_base import bytes_text, seconds_text
+    from jaxcourse.exercises.explorers_scaling import layout_report
+
+    # 32 blocks: not compiled (deeper than COMPILE_LAYERS), in any process.
+    report = layout_report(8192, 32, 8192, "8×1", layout, "H100 SXM")
+    memory, time = memory_and_time(report["html"])
+    state = scaling.state_bytes(Size(8192, 32), layout, 8)
+    [plan] = memory.rows
+    assert plan.parts == {"params": state["params"], "grads": state["grads"],
+                          "optimizer": state["adam"]}
+    assert plan.total == report["state"] == state["total"]
+    # The line at the chip's 80 GB (decimal, as the table writes it).
+    assert memory.limit == scaling.HARDWARE["H100 SXM"].hbm == 80e9
+    assert "H100 SXM HBM 80.00 GB" in memory.texts
+    check_flags(memory)
+    assert plan.over == (not report["fits"]) == (layout != "FSDP")
+    assert ("⚠ does not fit" in memory.texts) == plan.over
+    assert f"{bytes_text(plan.total)} ({plan.total / 80e9:.0%})" in memory.texts
+    assert bytes_text(plan.total) in memory.summary and "80.00 GB" in memory.summary
+    # Time: compute, communication and the step, on one scale.
+    assert [row.parts for row in time.rows] == [
+        {"compute": report["time"]["compute"]},
+        {"comm": report["time"]["communication"]}, {"step": report["time"]["step"]}]
+    for key in ("compute", "communication", "step"):
+        assert seconds_text(report["time"][key]) in time.summary, key
+
+
+@pytest.mark.parametrize("language", ["zh-Hant", "zh-Hans"])
+def test_the_layout_explorer_s_chart_speaks_the_edition_s_language(
+        language: str) -> None:
+    from chart_svg import charts, english_words, svg_texts, translated
+
+    from jaxcourse.exercises.explorers_scaling import layout_report
+
+    choice = (8192, 32, 8192, "8×1", "data parallel", "H100 SXM")   # too big
+    ours = layout_report(*choice, language)["html"]
+    texts = svg_texts(ours)
+    present, foreign = CHART_WORDS[language]
+    assert all(word in texts for word in present), (language, texts)
+    assert not any(word in text for text in texts for word in foreign), texts
+    assert not english_words(texts), english_words(texts)
+    # The book's edition translates the English chapter's stored chart: it
+    # must be the chart this language's kernel draws, to the character.
+    english = layout_report(*choice)["html"]
+    assert [ET.tostring(svg) for svg in charts(translated(english, language))] == [
+        ET.tostring(svg) for svg in charts(ours)]
+
+
 def test_the_layout_explorer_says_what_it_computes_until_it_is_done(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -304,13 +369,35 @@ def test_the_explorer_compiles_small_models_and_says_so() -> None:
         from jaxcourse.exercises.explorers_scaling import layout_report
 
         small = layout_report(256, 4, 64, "1×8", "tensor parallel", "H100 SXM")
+        small_zh = layout_report(256, 4, 64, "1×8", "tensor parallel", "H100 SXM",
+                                 "zh-Hans")
         deep = layout_report(256, 32, 64, "1×8", "tensor parallel", "H100 SXM")
         print({MARK!r} + json.dumps({{
             "small": [small["source"], small["compiled"], small["html"]],
+            "small_zh": small_zh["html"],
             "deep": [deep["source"], deep["html"]]}}))
     """)
     source, compiled, text = found["small"]
     assert source == "compiled" and "compiled program" in text
+    # The chart shows the compiled program's "in all" under the plan.
+    from chart_svg import check_flags, memory_and_time
+
+    memory, _ = memory_and_time(text)
+    plan, built = memory.rows
+    m = compiled["memory"]
+    assert built.parts == {"arguments": m["arguments"], "temp": m["temp"],
+                           "outputs": m["outputs"] - m["alias"]}
+    assert built.total == m["sum"] and not built.over
+    assert "compiled (XLA)" in built.texts and "(XLA)." in memory.summary
+    check_flags(memory)
+    # In zh-Hans, and as the book's edition translates the English chart.
+    from chart_svg import charts, svg_texts, translated
+
+    zh = found["small_zh"]
+    assert {"编译后（XLA）", "参数（状态与批次）", "临时缓冲区", "输出"} <= set(
+        svg_texts(zh))
+    assert [ET.tostring(svg) for svg in charts(translated(text, "zh-Hans"))] == [
+        ET.tostring(svg) for svg in charts(zh)]
     predicted = scaling.predicted_collectives(Size(256, 4), "tensor parallel", 64, 1, 8)
     assert compiled["counts"] == {"all-reduce": 7}
     assert compiled["bytes"] == scaling.collective_summary(predicted)["bytes"]

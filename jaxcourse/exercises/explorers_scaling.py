@@ -13,7 +13,10 @@ the compiled program's memory and collectives beside the formulas; it says
 which rows come from where, and why it did not compile when it did not. Each
 row names the type its bytes are counted in: the training state in float32
 (16 bytes a parameter with Adam), the bytes sent and the roofline in
-bfloat16, the compiled program in float32. The work is done by
+bfloat16, the compiled program in float32. Beside the table, bar charts
+(:mod:`.explorer_charts`) show the state per device against the chip's
+memory, the compiled program's under it, and the compute and communication
+time. The work is done by
 :func:`layout_report`, a plain function; the widget only wires the controls
 to it, so tests drive it without a browser. While it computes (a compilation
 takes seconds), the explorer says for which choice and greys the previous
@@ -38,6 +41,7 @@ from .explorer_base import (
     dropdown_style,
     seconds_text,
 )
+from .explorer_charts import beside, memory_chart, time_chart
 
 __all__ = ["COMPILE_LAYERS", "MESHES", "LayoutExplorer", "layout_explorer",
            "layout_report"]
@@ -87,13 +91,17 @@ def layout_report(width: int, layers: int, batch: int, mesh: str, layout: str,
         ``time`` (:func:`jaxcourse.scaling.step_time`'s parts), ``source``
         (``"compiled"`` when the step was also compiled, else ``"formula"``),
         ``compiled`` (the compiled program's ``memory``, collective
-        ``counts`` and ``bytes`` sent per device in float32, or ``None``) and
-        ``html``.
+        ``counts`` and ``bytes`` sent per device in float32, or ``None``),
+        ``chart`` (two inline SVGs, :mod:`.explorer_charts`: the state's
+        parts and the compiled program's total against the chip's HBM; the
+        compute and communication time) and ``html`` (the table with the
+        charts beside it, then the note).
     """
     size = scaling.Size(width, layers)
     data, model = MESHES[mesh]
     hw = scaling.HARDWARE[chip]
-    state = scaling.state_bytes(size, layout, data, model)["total"]
+    parts = scaling.state_bytes(size, layout, data, model)
+    state = parts["total"]
     sent = sum(scaling.ring_bytes(c.kind, c.nbytes, c.group)
                for c in scaling.predicted_collectives(size, layout, batch, data, model,
                                                       itemsize=2, regather=True))
@@ -116,10 +124,13 @@ def layout_report(width: int, layers: int, batch: int, mesh: str, layout: str,
                                    f"{_label(language, bound)}"),
     ]
     why = _why_not_compiled(layers, data * model)
-    compiled = None
+    compiled = compiled_parts = None
     if why is None:
         compiled = _compiled(width, layers, batch, data, model, layout)
         memory = compiled["memory"]
+        # The bar is the row's "in all": arguments + outputs + temp - alias.
+        compiled_parts = [("arguments", memory["arguments"]), ("temp", memory["temp"]),
+                          ("outputs", memory["outputs"] - memory["alias"])]
         formula_sent = sum(scaling.ring_bytes(c.kind, c.nbytes, c.group)
                            for c in scaling.predicted_collectives(size, layout, batch,
                                                                   data, model))
@@ -144,10 +155,16 @@ def layout_report(width: int, layers: int, batch: int, mesh: str, layout: str,
                    f"{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
                    for i, (k, v) in enumerate(rows))
     note = html.escape(note)
+    plan = [("params", parts["params"]), ("grads", parts["grads"]),
+            ("optimizer", parts["adam"])]
+    chart = (memory_chart(language, plan, compiled_parts, hw.hbm, chip)
+             + time_chart(language, time))
+    table = beside(f"<table>{body}</table>", [chart])
     return {"params": scaling.param_count(size), "state": state, "memory": hw.hbm,
             "fits": fits, "sent": sent, "time": time,
             "source": "compiled" if compiled else "formula", "compiled": compiled,
-            "html": f"<table>{body}</table><p><i>{note}</i></p>"}
+            "chart": chart,
+            "html": f"{table}<p><i>{note}</i></p>"}
 
 
 class LayoutExplorer(Explorer):

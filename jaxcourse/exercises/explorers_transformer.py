@@ -15,7 +15,10 @@ configs of up to :data:`COMPILE_LAYERS` blocks, when the kernel has a
 simulated device for every chip, it also compiles the step from shapes alone
 (:func:`jaxcourse.transformer.compile_step`, seconds) and shows the compiled
 program's memory and collectives beside the formulas; it says which rows come
-from where, and why it did not compile when it did not.
+from where, and why it did not compile when it did not. Beside the table,
+bar charts (:mod:`.explorer_charts`) show the memory per device part by part
+against the chip's, XLA's peak under it when compiled, and the compute and
+communication time.
 
 Where the figures come from:
 
@@ -61,6 +64,7 @@ from .explorer_base import (
     dropdown_style,
     seconds_text,
 )
+from .explorer_charts import beside, memory_chart, time_chart
 
 __all__ = ["CHIPS", "COMPILE_LAYERS", "CONFIGS", "TransformerExplorer",
            "activation_bytes_per_sequence", "gathered_bytes", "meshes", "node_chips",
@@ -232,13 +236,14 @@ def _count(n: float) -> str:
     return "∞" if math.isinf(n) else f"{n:,.0f}"
 
 
-def _table(rows: list[tuple[str, str]], red: set[int], note: str) -> str:
+def _table(rows: list[tuple[str, str]], red: set[int], note: str, chart: str) -> str:
     colour = " style='color:#cf222e'"
     body = "".join(
         f"<tr{colour if i in red else ''}>"
         f"<th style='text-align:left'>{html.escape(k)}</th>"
         f"<td>{html.escape(v)}</td></tr>" for i, (k, v) in enumerate(rows))
-    return f"<table>{body}</table><p><i>{html.escape(note)}</i></p>"
+    return (beside(f"<table>{body}</table>", [chart])
+            + f"<p><i>{html.escape(note)}</i></p>")
 
 
 def transformer_report(config: str, chip: str, nodes: int, mesh: str,
@@ -282,8 +287,11 @@ def transformer_report(config: str, chip: str, nodes: int, mesh: str,
         micro-batch), ``source``
         (``"compiled"`` or ``"formula"``), ``compiled`` (the compiled
         program's :func:`~jaxcourse.transformer.compile_report`, or
-        ``None``), ``why`` (why it was not compiled, or ``None``) and
-        ``html``.
+        ``None``), ``why`` (why it was not compiled, or ``None``), ``chart``
+        (two inline SVGs, :mod:`.explorer_charts`: the memory's parts and
+        XLA's peak when compiled, against the chip's HBM; the compute and
+        communication time) and ``html`` (the table with the charts beside
+        it, then the note).
 
     Raises
     ------
@@ -375,10 +383,14 @@ def transformer_report(config: str, chip: str, nodes: int, mesh: str,
     red = set() if fits else {i for i, (key, _) in enumerate(rows)
                               if key == _label(language, "memory")}
     why = _why_not_compiled(cfg, chips, micro)
-    compiled = None
+    compiled = compiled_parts = None
     if why is None:
         compiled = _compiled(config, data, model, batch, seq, precision, remat, micro)
         found = compiled["memory"]
+        # The bar is the row's headline, XLA's peak: the arguments (live from
+        # the start) and what else is live at that moment.
+        compiled_parts = [("arguments", found["arguments"]),
+                          ("at_peak", found["peak"] - found["arguments"])]
         # The arguments: the stored state and this device's tokens (inputs
         # and targets, int32, split over "data" only).
         arguments = stored["total"] + 2 * batch * seq * 4 // data
@@ -403,13 +415,22 @@ def transformer_report(config: str, chip: str, nodes: int, mesh: str,
         reason = _label(language, f"not_compiled_{why}", layers=COMPILE_LAYERS,
                         chips=chips)
         note = f"{_label(language, 'source')} {reason}"
+    # The plan's parts add up to ``memory``: the compute copy and a separate
+    # stored copy, the gradients, Adam's moments and step count, then what
+    # the step gathers and keeps.
+    plan = [("params", numbers * (per["weights"] + per["master"])),
+            ("grads", numbers * per["grads"]),
+            ("optimizer", numbers * per["adam"] + stored["count"]),
+            ("gathered", gathered), ("activations", kept), ("scores", scores)]
+    chart = (memory_chart(language, plan, compiled_parts, hw.hbm, chip)
+             + time_chart(language, time))
     return {"valid": True, "layout": layout, "params": transformer.param_count(cfg),
             "state": stored["total"], "step_state": step_state, "activations": kept,
             "scores": scores, "gathered": gathered, "memory": memory, "hbm": hw.hbm,
             "fits": fits, "sent": sent, "time": time, "critical": critical,
             "tokens_per_chip": per_chip,
             "source": "compiled" if compiled else "formula", "compiled": compiled,
-            "why": why, "html": _table(rows, red, note)}
+            "why": why, "chart": chart, "html": _table(rows, red, note, chart)}
 
 
 class TransformerExplorer(Explorer):

@@ -479,7 +479,7 @@ TEXTS: dict[str, str] = {
     "chart_part_gathered": "gathered weights",
     "chart_part_activations": "activations",
     "chart_part_scores": "attention scores (one block)",
-    "chart_part_arguments": "arguments",
+    "chart_part_arguments": "arguments (state and batch)",
     "chart_part_temp": "temporaries",
     "chart_part_outputs": "outputs",
     "chart_part_at_peak": "other buffers at XLA's peak",

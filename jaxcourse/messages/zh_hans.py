@@ -412,7 +412,7 @@ TEXTS: dict[str, str] = {
     "chart_part_gathered": "收集的权重",
     "chart_part_activations": "激活值",
     "chart_part_scores": "注意力分数（一个块）",
-    "chart_part_arguments": "参数",
+    "chart_part_arguments": "参数（状态与批次）",
     "chart_part_temp": "临时缓冲区",
     "chart_part_outputs": "输出",
     "chart_part_at_peak": "XLA 峰值时的其他缓冲区",

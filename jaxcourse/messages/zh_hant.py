@@ -406,7 +406,7 @@ TEXTS: dict[str, str] = {
     "chart_part_gathered": "收集的權重",
     "chart_part_activations": "啟動值",
     "chart_part_scores": "注意力分數（一個塊）",
-    "chart_part_arguments": "引數",
+    "chart_part_arguments": "引數（狀態與批次）",
     "chart_part_temp": "臨時緩衝區",
     "chart_part_outputs": "輸出",
     "chart_part_at_peak": "XLA 峰值時的其他緩衝區",
