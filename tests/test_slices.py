@@ -83,6 +83,29 @@ def test_a_program_compiles_for_a_slice_with_the_tpu_compiler():
 
 
 @needs_libtpu
+def test_the_transformer_step_compiles_for_a_slice_donated_with_its_loss_in_chunks():
+    from jaxcourse import transformer
+
+    cfg = transformer.Config(vocab=256, d_model=128, layers=2, heads=4, kv_heads=2,
+                             hidden=256)
+    devices = slices.slice_devices("v5e 2x4")
+    kept = transformer.compile_step(cfg, "FSDP", 8, 1, 8, 64, devices=devices)
+    donated = transformer.compile_step(cfg, "FSDP", 8, 1, 8, 64, devices=devices,
+                                       donate=True, loss_chunk=16)
+    state = transformer.state_bytes(cfg, "FSDP", "mixed", 8)["total"]
+    for compiled in (kept, donated):
+        memory = transformer.compile_report(compiled)["memory"]
+        # TPU pads each array to its tiles (Adam's int32 count to 512 B, this
+        # tiny model's norms and biases likewise): the state's bytes are a
+        # lower bound, here within 15 % (within bytes for LLaMA-3's arrays).
+        tokens = 2 * 8 * 64 * 4 // 8
+        assert state <= memory["arguments"] - tokens < 1.15 * state
+    # Donated, the new state is written over the old: the outputs alias it.
+    assert transformer.compile_report(kept)["memory"]["alias"] == 0
+    assert transformer.compile_report(donated)["memory"]["alias"] >= state
+
+
+@needs_libtpu
 def test_a_mesh_must_cover_the_slice():
     with pytest.raises(slices.SliceError, match="has 6 devices"):
         slices.slice_mesh("v5e 2x4", (3, 2), ("data", "model"))

@@ -173,15 +173,16 @@ def sharded_grad_fn(cfg: Config, layout: str, mesh: Any, precision: str = "float
 
 
 def sharded_step(cfg: Config, layout: str, mesh: Any, precision: str = "float32",
-                 remat: str = "none", micro: int = 1, learning_rate: float = 1e-3
-                 ) -> Callable:
+                 remat: str = "none", micro: int = 1, learning_rate: float = 1e-3,
+                 loss_chunk: int = 0) -> Callable:
     """Return ``step(state, inputs, targets) -> (state, loss)`` for ``layout``.
 
     Adam updates each device's piece of the weights with its piece of the
-    moments: with FSDP nothing of the state is stored twice.
+    moments: with FSDP nothing of the state is stored twice. ``loss_chunk``
+    is :func:`~.model.loss`'s ``chunk``.
     """
     per_device_grads = make_grad_fn(cfg, precision, layout_hooks(layout), remat, micro,
-                                    _reduce(layout))
+                                    _reduce(layout), loss_chunk=loss_chunk)
     optimizer = optimizer_for(precision, learning_rate)
 
     def per_device(state: dict[str, Any], inputs: jax.Array, targets: jax.Array):

@@ -167,23 +167,56 @@ def blocks(layers: Params, x: jax.Array, cfg: Config, hooks: Hooks = PLAIN,
     return x
 
 
+def _final(params: Params, tokens: jax.Array, cfg: Config, hooks: Hooks,
+           remat: str, unroll: bool) -> tuple[jax.Array, jax.Array]:
+    """Return the last hidden states, normalised, and the output layer's weight."""
+    outer = hooks.use({k: v for k, v in params.items() if k != "layers"})
+    x = jnp.take(outer["embed"], tokens, axis=0)
+    x = blocks(params["layers"], x, cfg, hooks, remat, unroll)
+    return rms_norm(x, outer["final_norm"], cfg.norm_eps), outer["unembed"]
+
+
 def forward(params: Params, tokens: jax.Array, cfg: Config, hooks: Hooks = PLAIN,
             remat: str = "none", unroll: bool = False) -> jax.Array:
     """Return the logits (batch, seq, vocab) for ``tokens`` (batch, seq).
 
     ``remat`` and ``unroll`` are :func:`blocks`'.
     """
-    outer = hooks.use({k: v for k, v in params.items() if k != "layers"})
-    x = jnp.take(outer["embed"], tokens, axis=0)
-    x = blocks(params["layers"], x, cfg, hooks, remat, unroll)
-    x = rms_norm(x, outer["final_norm"], cfg.norm_eps)
-    return x @ outer["unembed"]
+    x, unembed = _final(params, tokens, cfg, hooks, remat, unroll)
+    return x @ unembed
+
+
+def _cross_entropy(x: jax.Array, unembed: jax.Array, targets: jax.Array) -> jax.Array:
+    """Return the summed cross-entropy of ``targets`` under ``x @ unembed``, in f32."""
+    logp = jax.nn.log_softmax((x @ unembed).astype(jnp.float32), axis=-1)
+    return -jnp.sum(jnp.take_along_axis(logp, targets[..., None], axis=-1))
 
 
 def loss(params: Params, inputs: jax.Array, targets: jax.Array, cfg: Config,
-         hooks: Hooks = PLAIN, remat: str = "none", unroll: bool = False
-         ) -> jax.Array:
-    """Return the mean cross-entropy of the next token (in float32)."""
-    logits = forward(params, inputs, cfg, hooks, remat, unroll).astype(jnp.float32)
-    logp = jax.nn.log_softmax(logits, axis=-1)
-    return -jnp.mean(jnp.take_along_axis(logp, targets[..., None], axis=-1))
+         hooks: Hooks = PLAIN, remat: str = "none", unroll: bool = False,
+         chunk: int = 0) -> jax.Array:
+    """Return the mean cross-entropy of the next token (in float32).
+
+    With ``chunk``, the output layer, the log-softmax and their gradients are
+    computed ``chunk`` positions of the sequence at a time, each piece
+    recomputed in the backward pass (``jax.checkpoint``): the logits of the
+    whole batch, ``vocab`` numbers per token in float32, are then never alive
+    at once. The same mean, summed in another order. (MaxText calls this
+    vocabulary tiling; the course splits positions, not the vocabulary.)
+
+    Raises
+    ------
+    ValueError
+        If the sequence does not split into chunks of ``chunk``.
+    """
+    x, unembed = _final(params, inputs, cfg, hooks, remat, unroll)
+    if not chunk:
+        return _cross_entropy(x, unembed, targets) / targets.size
+    batch, seq = targets.shape
+    if seq % chunk:
+        raise ValueError(f"a sequence of {seq} does not split into chunks of {chunk}")
+    pieces = seq // chunk
+    xs = x.reshape(batch, pieces, chunk, x.shape[-1]).swapaxes(0, 1)
+    ts = targets.reshape(batch, pieces, chunk).swapaxes(0, 1)
+    piece = jax.checkpoint(lambda xc, tc: _cross_entropy(xc, unembed, tc))
+    return jnp.sum(jax.lax.map(lambda a: piece(*a), (xs, ts))) / targets.size

@@ -147,7 +147,8 @@ def memory_plan(cfg: Config, layout: str, data: int, model: int, seq: int,
 
 def compile_step(cfg: Config, layout: str, data: int, model: int, batch: int, seq: int,
                  precision: str = "mixed", remat: str = "full",
-                 devices: Sequence[Any] | None = None, donate: bool = False) -> Any:
+                 devices: Sequence[Any] | None = None, donate: bool = False,
+                 loss_chunk: int = 0) -> Any:
     """Compile ``layout``'s training step for ``cfg`` from shapes alone.
 
     The state (:func:`~.training.init_state`'s, by ``jax.eval_shape``) and
@@ -157,7 +158,8 @@ def compile_step(cfg: Config, layout: str, data: int, model: int, batch: int, se
     :func:`jaxcourse.slices.slice_devices`, compile it for that slice):
     nothing is allocated, so a model far larger than this machine's memory
     compiles. With ``donate``, the state's buffers are donated (the new state
-    may reuse them), as a real training loop does.
+    may reuse them), as a real training loop does; ``loss_chunk`` computes the
+    loss that many positions at a time (:func:`~.model.loss`).
 
     Raises
     ------
@@ -185,7 +187,8 @@ def compile_step(cfg: Config, layout: str, data: int, model: int, batch: int, se
         state, spec_tree(state, layout))
     tokens = jax.ShapeDtypeStruct((batch, seq), np.int32,
                                   sharding=NamedSharding(mesh, batch_spec(layout)))
-    step = jax.jit(sharded_step(cfg, layout, mesh, precision, remat),
+    step = jax.jit(sharded_step(cfg, layout, mesh, precision, remat,
+                                loss_chunk=loss_chunk),
                    donate_argnums=(0,) if donate else ())
     return step.lower(shaped, tokens, tokens).compile()
 
@@ -209,8 +212,8 @@ def compile_report(compiled: Any) -> dict[str, Any]:
 def compile_in_subprocess(config: str, layout: str, data: int, model: int, batch: int,
                           seq: int, layers: int | None = None, precision: str = "mixed",
                           remat: str = "full", timeout: float = 300.0,
-                          slice_name: str | None = None, donate: bool = False
-                          ) -> dict[str, Any]:
+                          slice_name: str | None = None, donate: bool = False,
+                          loss_chunk: int = 0) -> dict[str, Any]:
     """Compile a named config's step in a fresh Python with ``data · model`` devices.
 
     JAX fixes its number of devices when it starts, so a 64-device mesh
@@ -226,7 +229,7 @@ def compile_in_subprocess(config: str, layout: str, data: int, model: int, batch
     ----------
     config : str
         A key of :data:`CONFIGS`.
-    layout, data, model, batch, seq, precision, remat, donate
+    layout, data, model, batch, seq, precision, remat, donate, loss_chunk
         As for :func:`compile_step`.
     layers : int, optional
         Compile with this many blocks instead of the config's.
@@ -246,7 +249,8 @@ def compile_in_subprocess(config: str, layout: str, data: int, model: int, batch
             str(data), str(model), str(batch), str(seq), "--precision", precision,
             "--remat", remat] + (["--layers", str(layers)] if layers else []) + (
                 ["--slice", slice_name] if slice_name else []) + (
-                ["--donate"] if donate else [])
+                ["--donate"] if donate else []) + (
+                ["--loss-chunk", str(loss_chunk)] if loss_chunk else [])
     # The child imports this very package, wherever it is.
     root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
@@ -276,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--remat", default="full")
     parser.add_argument("--slice", help="compile for this TPU slice (jaxcourse.slices)")
     parser.add_argument("--donate", action="store_true", help="donate the state")
+    parser.add_argument("--loss-chunk", type=int, default=0,
+                        help="compute the loss this many positions at a time")
     add_version(parser)
     args = parser.parse_args(argv)
     devices = None
@@ -294,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         compiled = compile_step(cfg, args.layout, args.data, args.model, args.batch,
                                 args.seq, args.precision, args.remat, devices,
-                                args.donate)
+                                args.donate, args.loss_chunk)
     except jax.errors.JaxRuntimeError as error:
         if not args.slice or "RESOURCE_EXHAUSTED" not in str(error):
             raise

@@ -39,7 +39,8 @@ from jaxcourse.cli import add_version
 
 from .planning import CONFIGS, compile_in_subprocess, memory_plan
 
-__all__ = ["RUNS", "STORED", "Run", "load", "needed_bytes", "plan_of", "run_one"]
+__all__ = ["RUNS", "STORED", "Run", "Verdict", "load", "needed_bytes", "plan_of",
+           "plot", "run_one", "verdicts"]
 
 #: Where the chapter reads the stored compiles from.
 STORED = (Path(__file__).resolve().parents[1] / "data" / "compiled"
@@ -61,6 +62,7 @@ class Run(NamedTuple):
     batch: int
     remat: str = "full"
     donate: bool = True
+    loss_chunk: int = 0
 
     @property
     def sequences(self) -> int:
@@ -75,7 +77,12 @@ RUNS: list[Run] = [
     Run("8B FSDP, v5e 4x4, not donated", "LLaMA-3 8B", "v5e 4x4", "FSDP", 16, 1, 16,
         donate=False),
     Run("8B FSDP + TP, v5e 4x4", "LLaMA-3 8B", "v5e 4x4", "FSDP + TP", 4, 4, 4),
-    Run("8B TP + SP, v5e 4x4", "LLaMA-3 8B", "v5e 4x4", "TP + SP", 1, 16, 1),
+    # The logits are most of what does not fit a v5e: a loss computed 1,024
+    # positions at a time keeps one piece of them alive.
+    Run("8B FSDP, v5e 4x4, loss in chunks", "LLaMA-3 8B", "v5e 4x4", "FSDP", 16, 1, 16,
+        loss_chunk=1024),
+    Run("8B FSDP, v5e 2x4, loss in chunks", "LLaMA-3 8B", "v5e 2x4", "FSDP", 8, 1, 8,
+        loss_chunk=1024),
     Run("8B FSDP, v5p 2x2x2", "LLaMA-3 8B", "v5p 2x2x2", "FSDP", 8, 1, 8),
     Run("8B FSDP, v5p 2x2x2, remat dots", "LLaMA-3 8B", "v5p 2x2x2", "FSDP", 8, 1, 8,
         remat="dots"),
@@ -94,15 +101,16 @@ def plan_of(run: Run) -> dict[str, int]:
                        run.sequences)
 
 
-_USED = re.compile(r"Used ([\d.]+)([KMGT]?) of ([\d.]+)([KMGT]?) hbm")
+# libtpu 0.0.42.1 says "... HLO temporaries (18.85G) exceeds available HBM (15.75G)".
+_USED = re.compile(r"\(([\d.]+)([KMGT]?)\) exceeds available HBM \(([\d.]+)([KMGT]?)\)")
 _UNIT = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
 def needed_bytes(refused: str) -> tuple[float, float] | None:
     """Return ``(needed, available)`` bytes from the TPU compiler's refusal, if said.
 
-    libtpu says, e.g., "Ran out of memory in memory space hbm. Used 20.20G of
-    15.75G hbm." (binary units: G is 2**30).
+    libtpu says, e.g., "the total memory required for HLO temporaries (18.85G)
+    exceeds available HBM (15.75G)" (binary units: G is 2**30).
     """
     found = _USED.search(refused)
     if found is None:
@@ -120,12 +128,92 @@ def run_one(run: Run, timeout: float = 600.0) -> dict[str, Any]:
     try:
         found = compile_in_subprocess(run.config, run.layout, run.data, run.model,
                                       run.batch, SEQ, remat=run.remat, timeout=timeout,
-                                      slice_name=run.slice_name, donate=run.donate)
+                                      slice_name=run.slice_name, donate=run.donate,
+                                      loss_chunk=run.loss_chunk)
     except CourseError as error:
         found = {"error": str(error).splitlines()[-1]}
     found["run"] = run._asdict()
     found["plan"] = plan_of(run)
     return found
+
+
+class Verdict(NamedTuple):
+    """One stored run read against its chip: the plan, the compiler, the chip."""
+
+    name: str
+    chip: str
+    plan: int
+    compiled: int
+    refused: bool
+    usable: int
+
+    @property
+    def fits(self) -> bool:
+        """Whether the TPU compiler accepted the program for the chip."""
+        return not self.refused
+
+
+def verdicts(results: dict[str, Any]) -> list[Verdict]:
+    """Return each stored run's plan, compiled figure and chip, in bytes.
+
+    ``compiled`` is the compiler's peak where it accepted the program, and
+    where it refused it the temporaries it said it needed (a lower bound of
+    the program's memory: the arguments come on top). ``usable`` is the HBM
+    the compiler lets one program use per chip (:data:`jaxcourse.slices.SLICES`).
+    """
+    from jaxcourse.slices import SLICES
+
+    found = []
+    for name, row in results["runs"].items():
+        run = Run(**row["run"])
+        usable = SLICES[run.slice_name].usable_hbm
+        if "memory" in row:
+            compiled, refused = row["memory"]["peak"], False
+        else:
+            said = needed_bytes(row.get("refused", ""))
+            if said is None:
+                raise ValueError(f"{name}: neither figures nor a refusal: {row}")
+            compiled, refused = int(said[0]), True
+        found.append(Verdict(name, SLICES[run.slice_name].chip, row["plan"]["total"],
+                             compiled, refused, usable))
+    return found
+
+
+def plot(results: dict[str, Any]) -> Any:
+    """Draw each run's plan and compiled memory per chip against the chip's HBM.
+
+    One panel per chip (their HBM differs sixfold); in each, two bars a run:
+    the plan and the TPU compiler's figure (hatched where the compiler
+    refused the program: the temporaries alone), and a line at the HBM one
+    program may use. Returns the matplotlib figure.
+    """
+    import matplotlib.pyplot as plt
+
+    rows = verdicts(results)
+    chips = sorted({r.chip for r in rows})
+    heights = [sum(r.chip == c for r in rows) for c in chips]
+    fig, axes = plt.subplots(len(chips), 1, figsize=(8.5, 0.62 * len(rows) + 1.6),
+                             gridspec_kw={"height_ratios": heights}, squeeze=False)
+    for ax, chip in zip(axes[:, 0], chips, strict=True):
+        mine = [r for r in rows if r.chip == chip]
+        ys = range(len(mine))
+        ax.barh([y + 0.2 for y in ys], [r.plan / 1e9 for r in mine], height=0.38,
+                color="#9ecae1", label="the chapter's plan")
+        ax.barh([y - 0.2 for y in ys], [r.compiled / 1e9 for r in mine], height=0.38,
+                color=["#fdae6b" if r.refused else "#3182bd" for r in mine],
+                hatch=["//" if r.refused else "" for r in mine],
+                label="TPU compiler: peak, or temporaries when refused")
+        ax.axvline(mine[0].usable / 1e9, color="#d62728", lw=1.5,
+                   label="HBM one program may use")
+        ax.set_yticks(list(ys), [r.name for r in mine], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_title(f"{chip}: {mine[0].usable / 1e9:.1f} GB usable per chip",
+                     fontsize=9, loc="left")
+        ax.set_xlabel("GB per chip")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=3, frameon=False)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    return fig
 
 
 def _versions() -> dict[str, str | None]:

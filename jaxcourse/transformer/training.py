@@ -110,7 +110,7 @@ def init_state(key: jax.Array, cfg: Config, precision: str = "float32",
 def make_grad_fn(cfg: Config, precision: str = "float32", hooks: Hooks = PLAIN,
                  remat: str = "none", micro: int = 1,
                  reduce: Callable[[jax.Array], jax.Array] = lambda v: v,
-                 unroll: bool = False) -> Callable:
+                 unroll: bool = False, loss_chunk: int = 0) -> Callable:
     """Return ``grad_fn(params, inputs, targets) -> (loss, grads)``.
 
     The stored weights are cast to the compute dtype inside the loss, so the
@@ -118,14 +118,16 @@ def make_grad_fn(cfg: Config, precision: str = "float32", hooks: Hooks = PLAIN,
     into that many equal micro-batches and accumulates their gradients in a
     ``scan``: the same mean, with the activations of one micro-batch alive at
     a time. ``reduce`` is applied to each micro-batch's loss (a layout's mean
-    over devices). ``unroll`` is :func:`~.model.blocks`'.
+    over devices). ``unroll`` is :func:`~.model.blocks`'; ``loss_chunk`` is
+    :func:`~.model.loss`'s ``chunk``.
     """
     p = _precision(precision)
 
     def one(params: Params, inputs: jax.Array, targets: jax.Array):
         def local(stored: Params) -> jax.Array:
             weights = jax.tree.map(lambda w: w.astype(p.compute), stored)
-            return reduce(loss(weights, inputs, targets, cfg, hooks, remat, unroll))
+            return reduce(loss(weights, inputs, targets, cfg, hooks, remat, unroll,
+                               loss_chunk))
         return jax.value_and_grad(local)(params)
 
     if micro == 1:
@@ -151,9 +153,10 @@ def make_grad_fn(cfg: Config, precision: str = "float32", hooks: Hooks = PLAIN,
 def make_step(cfg: Config, precision: str = "float32", hooks: Hooks = PLAIN,
               remat: str = "none", micro: int = 1, learning_rate: float = 1e-3,
               reduce: Callable[[jax.Array], jax.Array] = lambda v: v,
-              unroll: bool = False) -> Callable:
+              unroll: bool = False, loss_chunk: int = 0) -> Callable:
     """Return ``step(state, inputs, targets) -> (state, loss)`` with Adam."""
-    grad_fn = make_grad_fn(cfg, precision, hooks, remat, micro, reduce, unroll)
+    grad_fn = make_grad_fn(cfg, precision, hooks, remat, micro, reduce, unroll,
+                           loss_chunk)
     optimizer = optimizer_for(precision, learning_rate)
 
     def step(state: dict[str, Any], inputs: jax.Array, targets: jax.Array):

@@ -1,0 +1,82 @@
+"""Chapter 7's plans beside the TPU compiler: the stored compiles and the levers.
+
+The compiles themselves ran once on a TPU host (``python -m
+jaxcourse.transformer.slice_plans``); these tests check that what the chapter
+reads from them still matches today's plan, that every refusal is read as the
+compiler said it, and that the loss computed in chunks (one of the levers the
+chapter tries) is the same loss. ``tests/test_slices.py`` compiles a step for
+a slice here, with donation and the chunked loss.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from jaxcourse import transformer
+from jaxcourse.slices import SLICES
+from jaxcourse.transformer import slice_plans
+
+
+def test_every_run_is_stored_with_todays_plan_and_the_compilers_versions():
+    stored = slice_plans.load()
+    assert stored["versions"]["libtpu"] is not None and stored["versions"]["jax"]
+    assert set(stored["runs"]) == {run.name for run in slice_plans.RUNS}
+    for run in slice_plans.RUNS:
+        row = stored["runs"][run.name]
+        assert slice_plans.Run(**row["run"]) == run
+        assert row["plan"] == slice_plans.plan_of(run), run.name
+        assert ("memory" in row) != ("refused" in row), run.name
+
+
+def test_a_refusal_is_read_as_the_compiler_said_it():
+    said = ("RESOURCE_EXHAUSTED: Ran out of memory on HBM, the total memory required "
+            "for HLO temporaries (18.85G) exceeds available HBM (15.75G).")
+    assert slice_plans.needed_bytes(said) == (18.85 * 2**30, 15.75 * 2**30)
+    assert slice_plans.needed_bytes("no figures here") is None
+    for row in slice_plans.verdicts(slice_plans.load()):
+        if row.refused:
+            # What the compiler said it had is the slice's usable HBM.
+            assert row.compiled > row.usable
+        run = next(r for r in slice_plans.RUNS if r.name == row.name)
+        assert row.usable == SLICES[run.slice_name].usable_hbm
+
+
+def test_the_plan_is_the_chapters_formula():
+    cfg = transformer.LLAMA3_8B
+    plan = transformer.memory_plan(cfg, "FSDP", 8, 1, 8192)
+    state = 12 * transformer.param_count(cfg) // 8 + 4
+    assert plan["state"] == state and plan["step"] == state // 3
+    assert plan["activations"] == cfg.layers * cfg.d_model * 2 * 8192
+    assert plan["total"] == plan["state"] + plan["step"] + plan["activations"]
+    # Sequence parallelism splits the residuals over "model".
+    sp = transformer.memory_plan(cfg, "TP + SP", 1, 8, 8192, sequences=2)
+    assert sp["activations"] == cfg.layers * cfg.d_model * 2 * 8192 * 2 // 8
+
+
+@pytest.mark.parametrize("chunk", [1, 4, 16])
+def test_the_loss_in_chunks_is_the_same_loss_and_gradient(chunk):
+    cfg = transformer.Config(vocab=96, d_model=64, layers=2, heads=4, kv_heads=2,
+                             hidden=128)
+    params = transformer.init_params(jax.random.key(0), cfg)
+    tokens = jax.random.randint(jax.random.key(1), (2, 17), 0, cfg.vocab)
+    inputs, targets = tokens[:, :-1], tokens[:, 1:]
+
+    def value_and_grad(c):
+        return jax.value_and_grad(
+            lambda p: transformer.loss(p, inputs, targets, cfg, chunk=c))(params)
+
+    (whole, g_whole), (pieces, g_pieces) = value_and_grad(0), value_and_grad(chunk)
+    np.testing.assert_allclose(pieces, whole, rtol=1e-6)
+    for a, b in zip(jax.tree.leaves(g_whole), jax.tree.leaves(g_pieces), strict=True):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-7)
+
+
+def test_a_sequence_that_does_not_split_into_chunks_is_refused():
+    cfg = transformer.Config(vocab=32, d_model=32, layers=1, heads=2, kv_heads=1,
+                             hidden=64)
+    params = transformer.init_params(jax.random.key(0), cfg)
+    tokens = jax.random.randint(jax.random.key(1), (1, 10), 0, cfg.vocab)
+    with pytest.raises(ValueError, match="does not split into chunks of 4"):
+        transformer.loss(params, tokens, tokens, cfg, chunk=4)
