@@ -12,7 +12,7 @@ trap 'rm -f "$log"' EXIT
 
 bash "$here/scripts/light_job.sh" >"$log" 2>&1 &
 light=$!
-"$PY" -m pytest -n "${TEST_JOBS:-2}" --dist loadgroup --no-loadscope-reorder \
+"$PY" -m pytest -n "${TEST_JOBS:-3}" --dist loadgroup --no-loadscope-reorder \
   --durations=25 "$@"
 tests=$?
 wait "$light"

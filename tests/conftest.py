@@ -163,19 +163,18 @@ ROOT = Path(__file__).resolve().parents[1]
 # out would be handed out last, and its worker would finish long after the
 # other: name every group of a minute or more (a new chapter's notebook too).
 GROUP_SECONDS = {
-    "slurm": 560, "tests/test_exercise_contract.py": 310,
-    "tests/test_release.py": 230, "browser": 290,
-    "tests/test_references.py": 130, "book/01_mlp.ipynb": 200,
-    "book/02_torch_data.ipynb": 105, "tests/test_transformer.py": 200,
-    "book/07_transformer.ipynb": 150, "tests/test_exercises_transformer.py": 60,
-    "tests/test_data.py": 70,
-    "tests/test_nbgrader.py": 130, "book/09_dp_zh.ipynb": 50,
-    "book/09_dp_zh_hans.ipynb": 50, "tests/test_launch.py": 45,
-    "tests/test_exercises_notebooks.py": 60, "book/04_sharding.ipynb": 35,
-    "solutions/08_multiprocess_exercises.ipynb": 25,
-    "tests/test_exercise_time_limits.py": 25, "book/03_bayes.ipynb": 20,
-    "tests/test_under_load.py": 120,
-    "tests/test_exercises_multiprocess.py": 20,
+    "slurm": 850, "tests/test_exercise_contract.py": 670, "browser": 320,
+    "tests/test_transformer.py": 260, "tests/test_nbgrader.py": 250,
+    "tests/test_release.py": 230, "tests/test_release_search.py": 150,
+    "book/01_mlp.ipynb": 185, "book/07_transformer.ipynb": 165,
+    "book/02_torch_data.ipynb": 120, "book/09_dp_zh.ipynb": 70,
+    "book/09_dp_zh_hans.ipynb": 65, "tests/test_references.py": 65,
+    "tests/test_launch.py": 65, "tests/test_data.py": 55,
+    "tests/test_under_load.py": 50, "tests/test_exercises_notebooks.py": 50,
+    "tests/test_exercises_multiprocess.py": 45, "book/06_scaling.ipynb": 35,
+    "book/04_sharding.ipynb": 35, "solutions/08_multiprocess_exercises.ipynb": 30,
+    "tests/test_exercise_time_limits.py": 25, "book/05_shard_map.ipynb": 20,
+    "tests/test_explorers_transformer.py": 20, "book/03_bayes.ipynb": 20,
 }
 
 
