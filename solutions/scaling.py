@@ -273,6 +273,10 @@ register(
             Mistake("FSDP + TP splits each weight over both axes: data × model "
                     "pieces, not model", wrong.state_fsdp_tp_over_model,
                     cases=ON_RANDOM),
+            Mistake("the two axes' pieces multiply: FSDP + TP cuts each weight "
+                    "into data × model pieces, not data + model",
+                    wrong.state_fsdp_tp_added,
+                    cases=ON_RANDOM),
             Mistake("every block has its own two matrices: multiply one block's "
                     "bytes by the number of layers", wrong.state_one_block,
                     cases=ON_RANDOM),
@@ -334,6 +338,9 @@ register(
             Mistake("only the parameters were donated: Adam's moments are replaced "
                     "every step too, donate_argnums=(0, 1)",
                     wrong.memory_donated_params_only),
+            Mistake("donate_argnums counts from 0: the parameters and the "
+                    "optimizer state are arguments 0 and 1, donate_argnums=(0, 1)",
+                    wrong.memory_donated_shifted),
             Mistake("the donated peak is that of the same program: compile a second "
                     "one with donate_argnums", wrong.memory_not_donated),
             Mistake("the donated step was run: in a notebook the arrays it was "
@@ -377,6 +384,16 @@ register(
             Mistake("the weights are kept whatever the policy: compare the "
                     "residuals (activations) alone with the budget",
                     wrong.remat_with_weights, cases=ON_RANDOM),
+            Mistake("the weights and the input are kept whatever the policy: "
+                    "compare the residuals (activations) alone with the budget",
+                    wrong.remat_with_weights_and_input, cases=ON_RANDOM),
+            Mistake("no remat keeps the zeros relu's gradient selects from too "
+                    "(float32, 4 bytes per hidden unit), besides its output and "
+                    "mask: 9 bytes per hidden unit", wrong.remat_without_zeros,
+                    cases=ON_RANDOM),
+            Mistake("the budgets of the chapter's table are not thresholds: "
+                    "compute each policy's bytes for the size and batch given",
+                    wrong.remat_chapter_thresholds, cases=ON_RANDOM),
             Mistake("no remat keeps relu's mask too (a bool, 1 byte per hidden "
                     "unit) besides its float32 output and zeros: 9 bytes per "
                     "hidden unit, not 8", wrong.remat_without_mask, cases=ON_RANDOM),

@@ -71,6 +71,12 @@ def state_fsdp_tp_over_model(size, layout, data, model):
     return 4 * _weights_bytes(size) // pieces
 
 
+def state_fsdp_tp_added(size, layout, data, model):
+    """FSDP + TP divided by data + model, not data × model."""
+    pieces = data + model if layout == "FSDP + TP" else _shards(layout, data, model)
+    return 4 * _weights_bytes(size) // pieces
+
+
 def state_one_block(size, layout, data, model):
     """Count one block's two matrices, not every layer's."""
     one = 2 * size.width * size.hidden * scaling.F32
@@ -167,6 +173,12 @@ def memory_peak_as_temp(step, params, opt_state, x, y):
     return {**found, "peak": plain.temp_size_in_bytes}
 
 
+def memory_donated_shifted(step, params, opt_state, x, y):
+    """Count arguments from 1: donate_argnums=(1, 2), opt_state and x."""
+    found, _ = _memory(step, params, opt_state, x, y, donate=(1, 2))
+    return found
+
+
 def memory_donated_params_only(step, params, opt_state, x, y):
     """Donate the parameters only (donate_argnums=0)."""
     found, _ = _memory(step, params, opt_state, x, y, donate=(0,))
@@ -192,10 +204,11 @@ _POLICIES = ("no remat", "checkpoint_dots", "full remat")
 
 
 def _remat(size, batch, budget, mask=1, outputs=True, weights=0, order=_POLICIES,
-           layers=True, strict=False):
+           layers=True, strict=False, zeros=4, inputs=0):
     rows = batch * (size.layers if layers else 1)
-    base = rows * size.width * 4 * outputs + weights * scaling.param_count(size)
-    kept = {"no remat": base + rows * size.hidden * (8 + mask),
+    base = rows * size.width * 4 * outputs + weights * scaling.param_count(size) \
+        + inputs * batch * size.width
+    kept = {"no remat": base + rows * size.hidden * (4 + zeros + mask),
             "checkpoint_dots": base + rows * size.hidden * 4, "full remat": base}
     fits = (lambda n: n < budget) if strict else (lambda n: n <= budget)
     return next((name for name in order if fits(kept[name])), None)
@@ -219,6 +232,24 @@ def remat_without_outputs(size, batch, budget_bytes):
 def remat_with_weights(size, batch, budget_bytes):
     """Count the float32 weights in with the residuals."""
     return _remat(size, batch, budget_bytes, weights=4)
+
+
+def remat_without_zeros(size, batch, budget_bytes):
+    """Keep relu's output and mask, not the zeros: 5 bytes per hidden unit."""
+    return _remat(size, batch, budget_bytes, zeros=0)
+
+
+def remat_with_weights_and_input(size, batch, budget_bytes):
+    """Count the float32 weights and the input in with the residuals."""
+    return _remat(size, batch, budget_bytes, weights=4, inputs=4)
+
+
+def remat_chapter_thresholds(size, batch, budget_bytes):
+    """Take the chapter's table (20, 10 and 2 MiB) for fixed thresholds."""
+    for name, mib in zip(_POLICIES, (20, 10, 2), strict=True):
+        if budget_bytes >= mib * 2**20:
+            return name
+    return None
 
 
 def remat_without_mask(size, batch, budget_bytes):
