@@ -58,30 +58,14 @@ from solutions.multiprocess_harness import (
 )
 from solutions.multiprocess_logs import ending_choice, job_calls
 from solutions.multiprocess_mistakes import (
-    _end_both_timeouts,
-    _end_crash_always_at_once,
-    _end_crash_at_the_barrier,
-    _end_finish_at_once,
-    _end_finish_never,
-    _end_hook_ignored,
-    _end_kill_always_at_once,
-    _end_raise_exits_at_once,
-    _end_timeouts_swapped,
-    _records_epoch_alone,
-    _records_legacy_generator,
-    _records_not_shuffled,
-    _records_pair_swapped,
-    _records_rows_of_the_whole_order,
-    _records_same_every_epoch,
-    _records_seed_plus_epoch,
-    _records_stepped_generator,
-    _records_whole_batch,
+    RECORDS_MISTAKES,
+    SECONDS_MISTAKES,
     _rows_ceil,
     _rows_ignoring_remainder,
     _rows_inclusive,
     _rows_interleaved,
     _rows_rest_to_last,
-    job_ending_mistakes,
+    job_ending_table,
 )
 
 CHAPTER = "08_multiprocess"
@@ -197,9 +181,6 @@ def job_ending(log, sacct):
             return "shutdown barrier", "exit at once on an exception"
         return "shutdown barrier", "agree on the number of steps"
     return "kill-on-bad-exit", "fix the failing task"
-
-
-_job_wrong = job_ending_mistakes(job_ending)
 
 
 # --------------------------------------------------------------------------
@@ -488,32 +469,7 @@ register(
             "rows are positions within one global batch: index the step's block "
             "with them, not the whole permutation.",
         ],
-        mistakes=[
-            Mistake("the order ignores the epoch, so every epoch repeats the same "
-                    "order: seed the generator with [seed, epoch]",
-                    _records_same_every_epoch),
-            Mistake("seed + epoch gives run 2's epoch 0 the order of run 1's epoch "
-                    "1: seed the generator with the pair [seed, epoch]",
-                    _records_seed_plus_epoch),
-            Mistake("these are this process's rows of the whole permutation; take "
-                    "them from the step's global batch",
-                    _records_rows_of_the_whole_order),
-            Mistake("this is the whole global batch: this process loads only the "
-                    "rows `rows` of it", _records_whole_batch),
-            Mistake("the records are not shuffled: draw the epoch's permutation first",
-                    _records_not_shuffled),
-            Mistake("the order ignores the seed, so two runs shuffle alike: seed "
-                    "the generator with [seed, epoch]", _records_epoch_alone),
-            Mistake("[epoch, seed] is another generator than [seed, epoch]: the "
-                    "order of the pair counts", _records_pair_swapped),
-            Mistake("one generator drawn once per epoch gives another order than "
-                    "the one seeded with [seed, epoch], and a resumed run would "
-                    "have to replay every epoch: seed a generator with the pair",
-                    _records_stepped_generator),
-            Mistake("NumPy's legacy generator (np.random.seed, RandomState) draws "
-                    "another permutation: use np.random.default_rng([seed, epoch])",
-                    _records_legacy_generator),
-        ],
+        mistakes=RECORDS_MISTAKES,
     ),
     Exercise(
         id="multiprocess.seconds_to_end",
@@ -541,36 +497,7 @@ register(
             "with exit code 0) waits at the shutdown barrier, which fails after "
             "shutdown_timeout, whatever srun's options.",
         ],
-        mistakes=[
-            Mistake("--kill-on-bad-exit acts only on a task that has exited with an "
-                    "error: one waiting at the shutdown barrier has not exited, and "
-                    "one that finished exited with 0", _end_kill_always_at_once),
-            Mistake("without the hook, a process that raised does not exit: its "
-                    "exit handler waits at the shutdown barrier",
-                    _end_raise_exits_at_once),
-            Mistake("a crashed process never reaches the shutdown barrier: the "
-                    "coordinator notices its missing heartbeats",
-                    _end_crash_at_the_barrier),
-            Mistake("the two timeouts are swapped: heartbeat_timeout is for a "
-                    "process that vanished, shutdown_timeout for one waiting to "
-                    "exit", _end_timeouts_swapped),
-            Mistake("a process that finished early waits at the shutdown barrier, "
-                    "which fails after shutdown_timeout and ends every process",
-                    _end_finish_never),
-            Mistake("with the hook, an exception ends the process at once "
-                    "(os._exit(1)): it is gone with an error, as after a crash",
-                    _end_hook_ignored),
-            Mistake("without --kill-on-bad-exit nothing ends the others at once: "
-                    "the coordinator waits heartbeat_timeout for the missing "
-                    "heartbeats", _end_crash_always_at_once),
-            Mistake("the shutdown barrier fails after shutdown_timeout alone: the "
-                    "process waiting there is alive and misses no heartbeat",
-                    _end_both_timeouts),
-            Mistake("a process that finished early exits with code 0, which "
-                    "neither srun's option nor the coordinator acts on: the others "
-                    "wait at the shutdown barrier, which fails after "
-                    "shutdown_timeout", _end_finish_at_once),
-        ],
+        mistakes=SECONDS_MISTAKES,
     ),
     Exercise(
         id="multiprocess.job_ending",
@@ -597,39 +524,6 @@ register(
             "is it, the program's own or JAX's, from a collective whose partner "
             "had left?",
         ],
-        mistakes=[
-            Mistake("srun's 'Exited with exit code 1' names the task that failed "
-                    "first, not what ended the others: without --kill-on-bad-exit "
-                    "they waited for JAX's heartbeat timeout ('Task N heartbeat "
-                    "timeout' in the log)", _job_wrong["exit_code_alone"]),
-            Mistake("a heartbeat timeout fails the shutdown barrier too, so the log "
-                    "has both messages: the heartbeat timeout is what ended the job",
-                    _job_wrong["barrier_first"]),
-            Mistake("the waiting processes print a traceback of their own "
-                    "(jax.errors.JaxRuntimeError: Gloo all-reduce failed) when a "
-                    "partner leaves: only an error of the program itself means that "
-                    "a process raised", _job_wrong["any_traceback"]),
-            Mistake("FAILED says only that the job ended with an error: srun, the "
-                    "heartbeat timeout and the shutdown barrier all give it; the log "
-                    "says which", _job_wrong["state_alone"]),
-            Mistake("slurmstepd writes CANCELLED AT for every step it ends: a reason "
-                    "follows only for a time limit or a preemption (DUE TO ...), and "
-                    "the sacct state says which",
-                    _job_wrong["cancelled_is_time_limit"]),
-            Mistake("the two fixes are swapped: Slurm requeues a preempted job "
-                    "submitted with --requeue; a job that ran out of time is not "
-                    "requeued, the next job waits for it with --dependency=afterany",
-                    _job_wrong["fixes_swapped"]),
-            Mistake("JAX logs 'SIGTERM caught' whenever Slurm ends its tasks: under "
-                    "--kill-on-bad-exit as on a preemption; the sacct state says "
-                    "which", _job_wrong["sigterm_is_preemption"]),
-            Mistake("at the shutdown barrier, an error of the program's own in the "
-                    "log means a process raised and never exited: the fix is to "
-                    "exit at once on an exception; agreeing on the steps is for a "
-                    "process that finished early", _job_wrong["barrier_always_steps"]),
-            Mistake("FAILED says only that the job ended with an error: srun, the "
-                    "heartbeat timeout and the shutdown barrier all give it; the log "
-                    "says which", _job_wrong["failed_is_heartbeat"]),
-        ],
+        mistakes=job_ending_table(job_ending),
     ),
 )

@@ -2,8 +2,10 @@
 
 :mod:`solutions.multiprocess` names one in the feedback when an answer
 returns what it returns: here those of ``process_rows``, ``epoch_records``,
-``seconds_to_end`` and ``job_ending``. (The launched exercises keep theirs beside their
-references, where the harness marks them.)
+``seconds_to_end`` and ``job_ending``, with the last three's tables
+(:data:`RECORDS_MISTAKES`, :data:`SECONDS_MISTAKES`, :func:`job_ending_table`).
+(The launched exercises keep theirs beside their references, where the
+harness marks them.)
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+
+from jaxcourse.exercises import Mistake
 
 
 def _gone_at_once(how, hook):
@@ -254,3 +258,103 @@ def job_ending_mistakes(reference: Callable) -> dict[str, Callable]:
         _job_state_alone, _job_cancelled_is_time_limit, _job_fixes_swapped,
         _job_sigterm_is_preemption, _job_barrier_always_steps,
         _job_failed_is_heartbeat)}
+
+
+# ---- the tables of the cluster exercises ------------------------------------
+
+RECORDS_MISTAKES = [
+    Mistake("the order ignores the epoch, so every epoch repeats the same "
+            "order: seed the generator with [seed, epoch]",
+            _records_same_every_epoch),
+    Mistake("seed + epoch gives run 2's epoch 0 the order of run 1's epoch "
+            "1: seed the generator with the pair [seed, epoch]",
+            _records_seed_plus_epoch),
+    Mistake("these are this process's rows of the whole permutation; take "
+            "them from the step's global batch",
+            _records_rows_of_the_whole_order),
+    Mistake("this is the whole global batch: this process loads only the "
+            "rows `rows` of it", _records_whole_batch),
+    Mistake("the records are not shuffled: draw the epoch's permutation first",
+            _records_not_shuffled),
+    Mistake("the order ignores the seed, so two runs shuffle alike: seed "
+            "the generator with [seed, epoch]", _records_epoch_alone),
+    Mistake("[epoch, seed] is another generator than [seed, epoch]: the "
+            "order of the pair counts", _records_pair_swapped),
+    Mistake("one generator drawn once per epoch gives another order than "
+            "the one seeded with [seed, epoch], and a resumed run would "
+            "have to replay every epoch: seed a generator with the pair",
+            _records_stepped_generator),
+    Mistake("NumPy's legacy generator (np.random.seed, RandomState) draws "
+            "another permutation: use np.random.default_rng([seed, epoch])",
+            _records_legacy_generator),
+]
+
+SECONDS_MISTAKES = [
+    Mistake("--kill-on-bad-exit acts only on a task that has exited with an "
+            "error: one waiting at the shutdown barrier has not exited, and "
+            "one that finished exited with 0", _end_kill_always_at_once),
+    Mistake("without the hook, a process that raised does not exit: its "
+            "exit handler waits at the shutdown barrier",
+            _end_raise_exits_at_once),
+    Mistake("a crashed process never reaches the shutdown barrier: the "
+            "coordinator notices its missing heartbeats",
+            _end_crash_at_the_barrier),
+    Mistake("the two timeouts are swapped: heartbeat_timeout is for a "
+            "process that vanished, shutdown_timeout for one waiting to "
+            "exit", _end_timeouts_swapped),
+    Mistake("a process that finished early waits at the shutdown barrier, "
+            "which fails after shutdown_timeout and ends every process",
+            _end_finish_never),
+    Mistake("with the hook, an exception ends the process at once "
+            "(os._exit(1)): it is gone with an error, as after a crash",
+            _end_hook_ignored),
+    Mistake("without --kill-on-bad-exit nothing ends the others at once: "
+            "the coordinator waits heartbeat_timeout for the missing "
+            "heartbeats", _end_crash_always_at_once),
+    Mistake("the shutdown barrier fails after shutdown_timeout alone: the "
+            "process waiting there is alive and misses no heartbeat",
+            _end_both_timeouts),
+    Mistake("a process that finished early exits with code 0, which "
+            "neither srun's option nor the coordinator acts on: the others "
+            "wait at the shutdown barrier, which fails after "
+            "shutdown_timeout", _end_finish_at_once),
+]
+
+
+def job_ending_table(reference: Callable) -> list[Mistake]:
+    """Return ``job_ending``'s table: each wrong reading of ``reference``, named."""
+    wrong = job_ending_mistakes(reference)
+    return [
+        Mistake("srun's 'Exited with exit code 1' names the task that failed "
+                "first, not what ended the others: without --kill-on-bad-exit "
+                "they waited for JAX's heartbeat timeout ('Task N heartbeat "
+                "timeout' in the log)", wrong["exit_code_alone"]),
+        Mistake("a heartbeat timeout fails the shutdown barrier too, so the log "
+                "has both messages: the heartbeat timeout is what ended the job",
+                wrong["barrier_first"]),
+        Mistake("the waiting processes print a traceback of their own "
+                "(jax.errors.JaxRuntimeError: Gloo all-reduce failed) when a "
+                "partner leaves: only an error of the program itself means that "
+                "a process raised", wrong["any_traceback"]),
+        Mistake("FAILED says only that the job ended with an error: srun, the "
+                "heartbeat timeout and the shutdown barrier all give it; the log "
+                "says which", wrong["state_alone"]),
+        Mistake("slurmstepd writes CANCELLED AT for every step it ends: a reason "
+                "follows only for a time limit or a preemption (DUE TO ...), and "
+                "the sacct state says which",
+                wrong["cancelled_is_time_limit"]),
+        Mistake("the two fixes are swapped: Slurm requeues a preempted job "
+                "submitted with --requeue; a job that ran out of time is not "
+                "requeued, the next job waits for it with --dependency=afterany",
+                wrong["fixes_swapped"]),
+        Mistake("JAX logs 'SIGTERM caught' whenever Slurm ends its tasks: under "
+                "--kill-on-bad-exit as on a preemption; the sacct state says "
+                "which", wrong["sigterm_is_preemption"]),
+        Mistake("at the shutdown barrier, an error of the program's own in the "
+                "log means a process raised and never exited: the fix is to "
+                "exit at once on an exception; agreeing on the steps is for a "
+                "process that finished early", wrong["barrier_always_steps"]),
+        Mistake("FAILED says only that the job ended with an error: srun, the "
+                "heartbeat timeout and the shutdown barrier all give it; the log "
+                "says which", wrong["failed_is_heartbeat"]),
+    ]

@@ -17,7 +17,8 @@ batch) are checked on at least 20 random cases each, keyed by the call that
 gave each output, so that a rule fitted to the shown cases fails on a case it
 can name. How the cases are built is
 :mod:`solutions.scaling_checks`'s part; the known wrong answers are in
-:mod:`solutions.scaling_mistakes`.
+:mod:`solutions.scaling_mistakes` (the memory exercises' in
+:mod:`solutions.scaling_memory_mistakes`).
 """
 
 from __future__ import annotations
@@ -62,6 +63,11 @@ from solutions.scaling_checks import (
     tp_tolerance,
     tree_rule_codes,
     values,
+)
+from solutions.scaling_memory_mistakes import (
+    MEMORY_MISTAKES,
+    REMAT_MISTAKES,
+    STATE_MISTAKES,
 )
 
 # MESHES and REMAT_POLICIES live with the checks' helpers, where the exercise
@@ -248,42 +254,7 @@ register(
             "gradients and moments are cut the same way. Which mesh axes does each "
             "layout cut along?",
         ],
-        mistakes=[
-            Mistake("this is half the state: parameters and gradients only (Adam "
-                    "keeps two moments per parameter as well, four copies in all), "
-                    "or four copies of 2-byte numbers (the state is float32, 4 "
-                    "bytes)", wrong.state_without_adam, cases=ON_RANDOM),
-            Mistake("three copies counted: parameters, gradients and Adam's two "
-                    "moments make four", wrong.state_without_grads, cases=ON_RANDOM),
-            Mistake("tensor parallelism splits the weights over 'model' only; on a "
-                    "4 × 2 mesh each weight is in 2 pieces, not 8",
-                    wrong.state_tp_over_all_devices, cases=ON_RANDOM),
-            Mistake("the matrices of a block are d × 4d and 4d × d, not d × d "
-                    "(or only the parameters were counted: the gradients and "
-                    "Adam's two moments have their shape too, four copies in all)",
-                    wrong.state_square_matrices, cases=ON_RANDOM),
-            Mistake("the state is not divided: a layout that shards the weights "
-                    "shards their gradients and moments too",
-                    wrong.state_not_divided, cases=ON_RANDOM),
-            Mistake("FSDP splits the weights over 'data' alone: the devices "
-                    "along 'model' hold the same pieces",
-                    wrong.state_fsdp_over_all_devices, cases=ON_RANDOM),
-            Mistake("FSDP + TP splits each weight over both axes: data × model "
-                    "pieces, not data", wrong.state_fsdp_tp_over_data, cases=ON_RANDOM),
-            Mistake("FSDP + TP splits each weight over both axes: data × model "
-                    "pieces, not model", wrong.state_fsdp_tp_over_model,
-                    cases=ON_RANDOM),
-            Mistake("the two axes' pieces multiply: FSDP + TP cuts each weight "
-                    "into data × model pieces, not data + model",
-                    wrong.state_fsdp_tp_added,
-                    cases=ON_RANDOM),
-            Mistake("every block has its own two matrices: multiply one block's "
-                    "bytes by the number of layers", wrong.state_one_block,
-                    cases=ON_RANDOM),
-            Mistake("4 bytes too many: Adam's step count is left out here, as the "
-                    "text says; count the four copies of the weights alone",
-                    wrong.state_with_step_count, cases=ON_RANDOM),
-        ],
+        mistakes=STATE_MISTAKES,
     ),
     Exercise(
         id="scaling.step_memory",
@@ -309,44 +280,7 @@ register(
             "second time, telling jit which arguments it may overwrite (both the "
             "parameters and the optimizer's state).",
         ],
-        mistakes=[
-            Mistake("the state between two steps is the parameters and Adam's "
-                    "moments and step count, 12 bytes per parameter and 4: the "
-                    "gradients are made and used up inside the step",
-                    wrong.memory_state_with_grads),
-            Mistake("this is arguments + outputs + temporaries, as if every buffer "
-                    "lived for the whole step: XLA's peak is the memory analysis's "
-                    "peak_memory_in_bytes", wrong.memory_peak_as_sum),
-            Mistake("Adam's state holds a step count too (an int32, 4 bytes): "
-                    "count every leaf of params and opt_state",
-                    wrong.memory_without_step_count),
-            Mistake("the state is more than the parameters: Adam's moments and "
-                    "step count (opt_state) live from one step to the next too",
-                    wrong.memory_state_params_only),
-            Mistake("arguments + outputs is not the peak: the temporaries live "
-                    "in between, and an output may reuse an argument's buffer; "
-                    "read XLA's own peak_memory_in_bytes",
-                    wrong.memory_peak_args_outputs),
-            Mistake("x and y are the batch, not the state: a new batch comes "
-                    "every step; the state is every array of params and opt_state",
-                    wrong.memory_state_with_batch),
-            Mistake("this is arguments + outputs + temporaries, as if every buffer "
-                    "lived for the whole step: XLA's peak is the memory analysis's "
-                    "peak_memory_in_bytes", wrong.memory_peak_as_plain_sum),
-            Mistake("the temporaries are only part of the peak: read "
-                    "peak_memory_in_bytes", wrong.memory_peak_as_temp),
-            Mistake("only the parameters were donated: Adam's moments are replaced "
-                    "every step too, donate_argnums=(0, 1)",
-                    wrong.memory_donated_params_only),
-            Mistake("donate_argnums counts from 0: the parameters and the "
-                    "optimizer state are arguments 0 and 1, donate_argnums=(0, 1)",
-                    wrong.memory_donated_shifted),
-            Mistake("the donated peak is that of the same program: compile a second "
-                    "one with donate_argnums", wrong.memory_not_donated),
-            Mistake("the donated step was run: in a notebook the arrays it was "
-                    "given are now deleted. Compiling is enough: memory_analysis() "
-                    "needs no run", wrong.memory_run_donated, cases=(-1,)),
-        ],
+        mistakes=MEMORY_MISTAKES,
     ),
     Exercise(
         id="scaling.remat_policy",
@@ -372,38 +306,7 @@ register(
             "Go through REMAT_POLICIES in order (fewest FLOPs first) and stop at "
             "the first whose bytes are within the budget.",
         ],
-        mistakes=[
-            Mistake("full remat fits whenever any policy does, but asks for the most "
-                    "FLOPs: take the first policy, in order of FLOPs, that fits",
-                    wrong.remat_least_memory, cases=ON_RANDOM),
-            Mistake("the ReLU's mask is a bool, 1 byte per hidden unit, not 4",
-                    wrong.remat_mask_as_float, cases=ON_RANDOM),
-            Mistake("each block's output is kept too, whatever the policy: it is "
-                    "the next block's input (and the loss's)",
-                    wrong.remat_without_outputs, cases=ON_RANDOM),
-            Mistake("the weights are kept whatever the policy: compare the "
-                    "residuals (activations) alone with the budget",
-                    wrong.remat_with_weights, cases=ON_RANDOM),
-            Mistake("the weights and the input are kept whatever the policy: "
-                    "compare the residuals (activations) alone with the budget",
-                    wrong.remat_with_weights_and_input, cases=ON_RANDOM),
-            Mistake("no remat keeps the zeros relu's gradient selects from too "
-                    "(float32, 4 bytes per hidden unit), besides its output and "
-                    "mask: 9 bytes per hidden unit", wrong.remat_without_zeros,
-                    cases=ON_RANDOM),
-            Mistake("the budgets of the chapter's table are not thresholds: "
-                    "compute each policy's bytes for the size and batch given",
-                    wrong.remat_chapter_thresholds, cases=ON_RANDOM),
-            Mistake("no remat keeps relu's mask too (a bool, 1 byte per hidden "
-                    "unit) besides its float32 output and zeros: 9 bytes per "
-                    "hidden unit, not 8", wrong.remat_without_mask, cases=ON_RANDOM),
-            Mistake("a policy whose residuals take exactly the budget fits: "
-                    "within the budget is at most, not below",
-                    wrong.remat_strict_budget, cases=ON_RANDOM),
-            Mistake("every block keeps its own residuals: multiply one block's "
-                    "bytes by the number of layers", wrong.remat_one_block,
-                    cases=ON_RANDOM),
-        ],
+        mistakes=REMAT_MISTAKES,
     ),
     Exercise(
         id="scaling.fsdp_specs",
