@@ -186,10 +186,10 @@ def forward(params: Params, tokens: jax.Array, cfg: Config, hooks: Hooks = PLAIN
     return x @ unembed
 
 
-def _cross_entropy(x: jax.Array, unembed: jax.Array, targets: jax.Array) -> jax.Array:
-    """Return the summed cross-entropy of ``targets`` under ``x @ unembed``, in f32."""
+def _target_logp(x: jax.Array, unembed: jax.Array, targets: jax.Array) -> jax.Array:
+    """Return each target's log-probability under ``x @ unembed``, in float32."""
     logp = jax.nn.log_softmax((x @ unembed).astype(jnp.float32), axis=-1)
-    return -jnp.sum(jnp.take_along_axis(logp, targets[..., None], axis=-1))
+    return jnp.take_along_axis(logp, targets[..., None], axis=-1)
 
 
 def loss(params: Params, inputs: jax.Array, targets: jax.Array, cfg: Config,
@@ -211,12 +211,12 @@ def loss(params: Params, inputs: jax.Array, targets: jax.Array, cfg: Config,
     """
     x, unembed = _final(params, inputs, cfg, hooks, remat, unroll)
     if not chunk:
-        return _cross_entropy(x, unembed, targets) / targets.size
+        return -jnp.mean(_target_logp(x, unembed, targets))
     batch, seq = targets.shape
     if seq % chunk:
         raise ValueError(f"a sequence of {seq} does not split into chunks of {chunk}")
     pieces = seq // chunk
     xs = x.reshape(batch, pieces, chunk, x.shape[-1]).swapaxes(0, 1)
     ts = targets.reshape(batch, pieces, chunk).swapaxes(0, 1)
-    piece = jax.checkpoint(lambda xc, tc: _cross_entropy(xc, unembed, tc))
+    piece = jax.checkpoint(lambda xc, tc: -jnp.sum(_target_logp(xc, unembed, tc)))
     return jnp.sum(jax.lax.map(lambda a: piece(*a), (xs, ts))) / targets.size
