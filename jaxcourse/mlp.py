@@ -7,7 +7,8 @@ reference hyper-parameters are those of the original JAX tutorials.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import jax
@@ -90,11 +91,16 @@ def init_params(
     return params
 
 
-def predict(params: Params, image: jax.Array) -> jax.Array:
-    """Return log-probabilities of the classes for ONE flattened image."""
+def predict(params: Params, image: jax.Array,
+            activation: Callable[[jax.Array], jax.Array] = jax.nn.relu) -> jax.Array:
+    """Return log-probabilities of the classes for ONE flattened image.
+
+    ``activation`` is the hidden layers' nonlinearity: ``jax.nn.relu`` unless
+    a chapter compares another way of writing it.
+    """
     activations = image
     for w, b in params[:-1]:
-        activations = jax.nn.relu(jnp.dot(w, activations) + b)
+        activations = activation(jnp.dot(w, activations) + b)
     final_w, final_b = params[-1]
     logits = jnp.dot(final_w, activations) + final_b
     return logits - logsumexp(logits)
@@ -117,15 +123,19 @@ def accuracy(params: Params, images: jax.Array, targets: jax.Array) -> jax.Array
     return jnp.mean(predicted == jnp.argmax(targets, axis=1))
 
 
-def loss(params: Params, images: jax.Array, targets: jax.Array) -> jax.Array:
+def loss(params: Params, images: jax.Array, targets: jax.Array,
+         activation: Callable[[jax.Array], jax.Array] = jax.nn.relu) -> jax.Array:
     """Negative log-likelihood of the one-hot targets, averaged over all entries.
 
     As in the original tutorials, the mean runs over the batch *and* the ten
     classes, so this is the usual per-example NLL divided by 10 (and SGD's
     step size of 0.01 acts like 0.001 on the usual loss). The chapters keep
-    it so that their runs compare with the reference results.
+    it so that their runs compare with the reference results. ``activation``
+    is :func:`predict`'s.
     """
-    return -jnp.mean(batched_predict(params, images) * targets)
+    per_example = jax.vmap(functools.partial(predict, activation=activation),
+                           in_axes=(None, 0))
+    return -jnp.mean(per_example(params, images) * targets)
 
 
 @jax.jit
