@@ -192,7 +192,7 @@ def plot(results: dict[str, Any]) -> Any:
     rows = verdicts(results)
     chips = sorted({r.chip for r in rows})
     heights = [sum(r.chip == c for r in rows) for c in chips]
-    fig, axes = plt.subplots(len(chips), 1, figsize=(8.5, 0.62 * len(rows) + 1.6),
+    fig, axes = plt.subplots(len(chips), 1, figsize=(6.4, 0.55 * len(rows) + 1.6),
                              gridspec_kw={"height_ratios": heights}, squeeze=False)
     for ax, chip in zip(axes[:, 0], chips, strict=True):
         mine = [r for r in rows if r.chip == chip]
@@ -205,14 +205,14 @@ def plot(results: dict[str, Any]) -> Any:
                 label="TPU compiler: peak, or temporaries when refused")
         ax.axvline(mine[0].usable / 1e9, color="#d62728", lw=1.5,
                    label="HBM one program may use")
-        ax.set_yticks(list(ys), [r.name for r in mine], fontsize=8)
+        ax.set_yticks(list(ys), [r.name for r in mine], fontsize=7)
         ax.invert_yaxis()
         ax.set_title(f"{chip}: {mine[0].usable / 1e9:.1f} GB usable per chip",
                      fontsize=9, loc="left")
         ax.set_xlabel("GB per chip")
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=3, frameon=False)
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=2, frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
 
