@@ -44,8 +44,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BATCHES", "MEASURED", "STEP", "knee", "load", "main", "measured_files",
-           "predicted", "step_config"]
+__all__ = ["BATCHES", "MEASURED", "STEP", "installed_versions", "knee", "load", "main",
+           "measured_files", "predicted", "step_config"]
 
 #: Where the stored measurements live: one ``<device kind>.json`` each.
 MEASURED = Path(__file__).parent / "data" / "measured"
@@ -311,13 +311,18 @@ def aot_step(step: dict[str, Any], policy: str, slice_name: str) -> dict[str, An
 
 # --- the program ---------------------------------------------------------------
 
-def _versions() -> dict[str, str | None]:
+def installed_versions(names: Sequence[str] = ("jax", "jaxlib", "libtpu",
+                                               "libtpu-nightly")
+                       ) -> dict[str, str | None]:
+    """Return each distribution's installed version (``None`` where absent).
+
+    Stored with every measurement and every compile made for a chip, so that
+    a reader knows which JAX and which TPU compiler produced the figures.
+    """
     import importlib.metadata as md
 
-    import jax
-
-    found: dict[str, str | None] = {"jax": jax.__version__}
-    for name in ("jaxlib", "libtpu", "libtpu-nightly"):
+    found: dict[str, str | None] = {}
+    for name in names:
         try:
             found[name] = md.version(name)
         except md.PackageNotFoundError:
@@ -348,7 +353,7 @@ def measure_kernels(quick: bool) -> dict[str, Any]:
     batches = (16, 64, 256) if quick else BATCHES
     width = 256 if quick else WIDTH
     return {"device_kind": device.device_kind, "platform": device.platform,
-            "devices": len(jax.devices()), "versions": _versions(),
+            "devices": len(jax.devices()), "versions": installed_versions(),
             "matmul": measure_matmuls(batches, width, repeats=3 if quick else 5),
             "bandwidth": measure_bandwidth(2**20 if quick else 2**30)}
 

@@ -40,7 +40,7 @@ from jaxcourse.exercises.grading_tables import summary_text, text_width, write_t
 from jaxcourse.exercises.references import writer
 from jaxcourse.i18n import cli as i18n_cli
 from jaxcourse.slurm import cli as slurm_cli
-from jaxcourse.transformer import planning
+from jaxcourse.transformer import planning, slice_plans
 
 ROOT = Path(__file__).resolve().parents[1]
 VERSION = jaxcourse.__version__
@@ -59,6 +59,7 @@ MAINS = {
     "jaxcourse.i18n": i18n_cli.main,
     "jaxcourse.zh_hans": zh_hans.main,
     "jaxcourse.transformer.planning": planning.main,
+    "jaxcourse.transformer.slice_plans": slice_plans.main,
 }
 
 

@@ -216,18 +216,6 @@ def plot(results: dict[str, Any]) -> Any:
     return fig
 
 
-def _versions() -> dict[str, str | None]:
-    import importlib.metadata as md
-
-    found: dict[str, str | None] = {}
-    for name in ("jax", "jaxlib", "libtpu"):
-        try:
-            found[name] = md.version(name)
-        except md.PackageNotFoundError:
-            found[name] = None
-    return found
-
-
 def load(path: Path = STORED) -> dict[str, Any]:
     """Return the stored compiles: ``{"versions", "date", "runs": {name: ...}}``."""
     return json.loads(Path(path).read_text(encoding="utf-8"))
@@ -249,7 +237,10 @@ def main(argv: list[str] | None = None) -> int:
     chosen = RUNS if args.only is None else [by_name[n] for n in args.only]
     # Runs compiled before (another --only) stay; the chosen ones are replaced.
     kept = load(args.out)["runs"] if args.out.is_file() else {}
-    results: dict[str, Any] = {"versions": _versions(),
+    from jaxcourse.measure import installed_versions
+
+    versions = installed_versions(("jax", "jaxlib", "libtpu"))
+    results: dict[str, Any] = {"versions": versions,
                                "date": dt.date.today().isoformat(), "runs": kept}
     for index, run in enumerate(chosen, 1):
         started = time.perf_counter()
