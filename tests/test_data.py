@@ -160,7 +160,8 @@ def test_user_folder_missing_files(tmp_path: Path) -> None:
 def test_network_probe_is_bounded() -> None:
     started = time.perf_counter()
     assert data.network_answers(timeout=1.0) is False
-    assert time.perf_counter() - started < 2.0
+    # The probe's own timeout is 1 s; the margin is a loaded machine's, not a hang's.
+    assert time.perf_counter() - started < 5.0
 
 
 def test_network_probe_goes_where_the_course_points_it(
