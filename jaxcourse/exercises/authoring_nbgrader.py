@@ -64,9 +64,10 @@ SAFETY_NOTE = (
     "score; that kernel, too, runs behind the grader's wall (bubblewrap: no "
     "write outside the notebook's folder, no other submission in sight, no "
     "network, nothing left running), and it refuses to start where the wall "
-    "cannot be built. The class's flags (pasted or shared answers) need the "
-    "whole class: grade it with `python -m jaxcourse.exercises.grading` "
-    "(book/for_teachers.md)."
+    "cannot be built. The class's flags (pasted or shared answers, borrowed "
+    "and library answers) are set in nbgrader's gradebook (the formgrader's "
+    "flag column) and written to its log and to jaxcourse_flags/ in the course "
+    "folder (book/for_teachers.md)."
 )
 
 
