@@ -5,8 +5,10 @@ The grader flags such an answer as borrowed
 here the panel says it at once, under the result: "this is
 ``transformer.param_count``: write the reasoning yourself", for every exercise
 of :data:`~jaxcourse.exercises.library_answers.LIBRARY_ANSWERS`, through an
-alias or a helper of the learner's, and never for an answer of the learner's
-own.
+alias or a helper of the learner's, or under a thin wrapper of the learner's
+that gives the exercise's answer (``tests/library_wrappers.py``), and never
+for an answer of the learner's own, even one that uses a helper that is no
+answer (``scaling.ring_bytes``).
 
 The learner's cells are written to a module file, as Jupyter keeps a cell's
 source where :func:`inspect.getsource` finds it.
@@ -20,14 +22,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from library_wrappers import HONEST, WRAPPERS
 
 from jaxcourse import course
 from jaxcourse.exercises import get
+from jaxcourse.exercises.judging import judge, reference_observations
 from jaxcourse.exercises.library_answers import (
     LIBRARY_ANSWERS,
     function_library_answer,
     shown_name,
 )
+from jaxcourse.exercises.observe import observe_all
 from jaxcourse.exercises.registry import _REGISTRY
 from jaxcourse.exercises.widgets import CheckPanel, library_note_html
 
@@ -137,3 +142,42 @@ def test_the_panel_says_it_under_a_passing_result(tmp_path: Path) -> None:
     honest = CheckPanel("transformer.flops_per_token",
                         get("transformer.flops_per_token").reference)
     assert "write the reasoning yourself" not in honest.summary.value
+
+
+def _learner(tmp_path: Path, exercise_id: str, source: str):
+    _load_all()
+    module = _cell_module(tmp_path, source)
+    return getattr(module, get(exercise_id).function_name)
+
+
+@pytest.mark.parametrize(("exercise_id", "target", "source"), WRAPPERS,
+                         ids=[w[0] for w in WRAPPERS])
+def test_a_thin_wrapper_is_named_in_the_panel(tmp_path: Path, exercise_id: str,
+                                              target: str, source: str) -> None:
+    answer = _learner(tmp_path, exercise_id, source)
+    assert function_library_answer(exercise_id, answer) == target
+    note = library_note_html(get(exercise_id), answer)
+    assert f"<code>{shown_name(target)}</code>" in note
+
+
+@pytest.mark.parametrize(("exercise_id", "source"), HONEST, ids=[h[0] for h in HONEST])
+def test_an_honest_answer_beside_a_listed_function_is_not_named(
+        tmp_path: Path, exercise_id: str, source: str) -> None:
+    answer = _learner(tmp_path, exercise_id, source)
+    assert function_library_answer(exercise_id, answer) is None
+    assert library_note_html(get(exercise_id), answer) == ""
+
+
+@pytest.mark.parametrize(("exercise_id", "source"), [
+    pytest.param(w[0], w[2], id=f"wrapper-{w[0]}",
+                 # Traces the gradient for every case and policy: about 30 s.
+                 marks=[pytest.mark.slow] if w[0] == "scaling.remat_policy" else [])
+    for w in WRAPPERS] + [pytest.param(*h, id=f"honest-{h[0]}") for h in HONEST])
+def test_the_wrappers_and_the_honest_answers_are_right(
+        tmp_path: Path, exercise_id: str, source: str) -> None:
+    """A listed function is one whose wrapper answers every case, as the table says."""
+    answer = _learner(tmp_path, exercise_id, source)
+    exercise = get(exercise_id)
+    verdict = judge(exercise, observe_all(exercise, answer, 120.0),
+                    reference_observations(exercise))
+    assert verdict.score == 1.0

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from library_wrappers import HONEST, WRAPPERS, cells
 
 from jaxcourse import course
 from jaxcourse.exercises import get
@@ -130,6 +131,23 @@ def test_the_grader_reads_a_library_answer_from_the_notebook(cells, found) -> No
                 "elbo_value_and_grad": "bayes.elbo_value_and_grad"}
     name = next(n for n in exercise if n in cells[-1])
     assert library_answer(cells, exercise[name], name) == found
+
+
+@pytest.mark.parametrize(("exercise_id", "source", "found"), [
+    *[pytest.param(e, source, target, id=f"wrapper-{e}")
+      for e, target, source in WRAPPERS],
+    *[pytest.param(e, source, None, id=f"honest-{e}") for e, source in HONEST]])
+def test_the_grader_reads_a_thin_wrapper_and_spares_an_honest_answer(
+        exercise_id: str, source: str, found: str | None) -> None:
+    """Most of an answer under the learner's own few lines is still the library's.
+
+    ``tests/test_library_answers_panel.py`` checks that each wrapper answers
+    every case; an honest answer that uses a helper which is no answer
+    (``scaling.ring_bytes``) is not flagged.
+    """
+    course.load(exercise_id.partition(".")[0])  # the topic's key registers it
+    assert library_answer(cells(source), exercise_id,
+                          get(exercise_id).function_name) == found
 
 
 def test_the_grader_zeroes_a_library_answer(tmp_path: Path) -> None:

@@ -5,7 +5,14 @@ The chapters' own tools compute what some exercises ask for (chapter 7's
 3's ``jax.value_and_grad(bayes.elbo, argnums=(0, 1))`` is
 ``elbo_value_and_grad``'s; chapter 1's ``jaxcourse.mlp.one_hot`` is
 ``one_hot``'s; chapter 6's ``scaling.state_bytes(...)["total"]`` is
-``state_bytes_per_device``'s). A release ships those tools, since the chapters
+``state_bytes_per_device``'s). Some are most of an answer, under a thin wrapper
+of the learner's: chapter 6's ``scaling.predicted_collectives`` priced with
+``ring_bytes`` is ``layout_bytes``'s, each policy's ``saved_residuals`` summed
+is ``remat_policy``'s; chapter 7's ``param_specs("TP")``, with the weights
+that do not divide kept whole, is ``tp_specs``'. A helper that does one small
+step of an answer is not listed (``ring_bytes``; ``compiled_memory``, which
+reads a program's ``memory_analysis()`` that ``step_memory`` must still
+compile twice). A release ships those tools, since the chapters
 call them, so the grader cannot take them away: it reads each submission's
 notebook, in its own process (nothing the submission runs can change what it
 finds), and an answer that uses one of :data:`LIBRARY_ANSWERS` for its
@@ -45,8 +52,15 @@ LIBRARY_ANSWERS: dict[str, tuple[str, ...]] = {
     "mlp.one_hot": ("jaxcourse.mlp.one_hot",),
     "bayes.elbo_value_and_grad": ("jaxcourse.bayes.elbo",),
     "scaling.state_bytes_per_device": ("jaxcourse.scaling.memory.state_bytes",),
+    # The collectives the exercise asks to list; ring_bytes alone only prices
+    # them (one rule of the chapter's table), and stays the learner's to use.
+    "scaling.layout_bytes": ("jaxcourse.scaling.communication.predicted_collectives",),
+    # Measured, not reasoned: each policy's residuals summed in the answer.
+    "scaling.remat_policy": ("jaxcourse.scaling.memory.saved_residuals",),
     "transformer.count_params": ("jaxcourse.transformer.config.param_count",),
     "transformer.flops_per_token": ("jaxcourse.transformer.config.flops_per_token",),
+    # Megatron's splits, "TP"; the learner's wrapper adds only divisibility.
+    "transformer.tp_specs": ("jaxcourse.transformer.layouts.param_specs",),
     "transformer.zero_bytes_per_device": ("jaxcourse.transformer.memory.zero_bytes",),
 }
 
