@@ -8,9 +8,9 @@ references, the checks, the tables of mistakes or the course's functions that
 compute these answers (beyond the helpers the texts say to call:
 ``transformer.bytes_per_param`` in exercise 8 and ``transformer.critical_batch``
 in exercise 9, and ``transformer.init_params`` under ``jax.eval_shape``, as the
-notebook's first cell shows it). The ``__right_`` functions are answers meant to be right for
-every input the texts allow; the others each make one mistake a learner
-plausibly makes from the text.
+notebook's first cell shows it). The ``__right_`` functions are answers meant
+to be right for every input the texts allow; the others each make one mistake
+a learner plausibly makes from the text.
 """
 
 from __future__ import annotations
