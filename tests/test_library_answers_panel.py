@@ -181,3 +181,24 @@ def test_the_wrappers_and_the_honest_answers_are_right(
     verdict = judge(exercise, observe_all(exercise, answer, 120.0),
                     reference_observations(exercise))
     assert verdict.score == 1.0
+
+
+def test_the_printed_check_says_it_under_its_summary(tmp_path: Path) -> None:
+    """``check(id, fn)`` printed outside a widget names the call as the panel does."""
+    from jaxcourse.exercises import check
+
+    [wrapper] = [s for e, _, s in WRAPPERS if e == "transformer.tp_specs"]
+    [own] = [s for e, s in HONEST if e == "transformer.tp_specs"]
+    answer = _learner(tmp_path, "transformer.tp_specs", wrapper)
+    result = check("transformer.tp_specs", answer)
+    assert result.passed
+    summary, note, *tests = str(result).splitlines()
+    assert summary == result.summary()
+    assert note == ("  ⚠ this is `transformer.param_specs`, the course's own function: "
+                    "write the reasoning yourself (a class's grading counts it as "
+                    "borrowed)")
+    assert len(tests) == result.n_tests and all(t.startswith("  ✓ ") for t in tests)
+    honest = check("transformer.tp_specs",
+                   _learner(tmp_path, "transformer.tp_specs", own))
+    assert honest.passed and honest.note == ""
+    assert "⚠" not in str(honest)

@@ -12,6 +12,7 @@ values is said by :mod:`~jaxcourse.exercises.comparison`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ import numpy as np
 from ..messages import explain_error, message
 from . import references
 from .comparison import compare, where
+from .library_answers import function_library_answer, shown_name
 from .measures import _measured as _measured
 from .mode import GRADING_ENV, grading_mode
 from .observation import Observation
@@ -232,13 +234,23 @@ def check(
     Returns
     -------
     Result
-        ``passed``, ``score`` and one feedback message per test. In the
-        grader's process (:func:`grading_mode`) a notebook's own Check runs
-        nothing and returns ``"not_attempted"``: the course copy there holds
-        no answer to compare with, and the grader judges the notebook's
-        functions itself, outside.
+        ``passed``, ``score`` and one feedback message per test, and a
+        ``note`` when the answer is a library function that computes the
+        exercise's result (the check panel's "this is
+        ``transformer.param_count``: write the reasoning yourself",
+        :mod:`jaxcourse.exercises.library_answers`), which the printed
+        report shows under its summary. In the grader's process
+        (:func:`grading_mode`) a notebook's own Check runs nothing and
+        returns ``"not_attempted"``: the course copy there holds no answer
+        to compare with, and the grader judges the notebook's functions
+        itself, outside.
     """
     exercise = get(exercise_id)
     if grading_mode():
         return Result(exercise.id, "not_attempted", (), exercise.language)
-    return judge(exercise, observe_all(exercise, answer, time_limit))
+    result = judge(exercise, observe_all(exercise, answer, time_limit))
+    found = function_library_answer(exercise.id, answer)
+    if found is None:
+        return result
+    note = message("check_library_answer", exercise.language, name=shown_name(found))
+    return dataclasses.replace(result, note=note)

@@ -36,13 +36,18 @@ class Result:
 
     ``passed`` is true when every test passed; ``score`` is the fraction of
     tests passed; ``feedback`` holds one :class:`Feedback` per test.
-    ``status`` is "passed", "failed" or "not_attempted".
+    ``status`` is "passed", "failed" or "not_attempted". ``note``: what
+    :func:`~jaxcourse.exercises.judging.check` says of the answer itself,
+    whatever its verdict, such as "this is ``transformer.param_count``: write
+    the reasoning yourself" (:mod:`jaxcourse.exercises.library_answers`), or
+    empty.
     """
 
     exercise_id: str
     status: str
     feedback: tuple[Feedback, ...]
     language: str = "en"
+    note: str = ""
 
     @property
     def passed(self) -> bool:
@@ -82,8 +87,13 @@ class Result:
         )
 
     def report(self) -> str:
-        """Return the summary followed by one line per test."""
+        """Return the summary, the note if any, then one line per test.
+
+        The note stands where the check panel shows it, under the summary.
+        """
         lines = [self.summary()]
+        if self.note:
+            lines.append(f"  ⚠ {self.note}")
         lines += [("  ✓ " if f.passed else "  ✗ ") + f.message for f in self.feedback]
         return "\n".join(lines)
 
