@@ -104,10 +104,18 @@ PLANTED_HANT = [
     ("先克隆倉庫", "克隆倉庫"), ("新的會話", "會話"), ("當前的版本", "當前"),
     ("它呼叫的集合操作", "集合操作"), ("在 8 塊 H100 上", "塊 H100"),
     ("每塊晶片的記憶體", "塊晶片"), ("四塊 GPU", "塊 GPU"), ("請參考官方教程", "教程"),
+    # Conversion damage (issue 54, item 3): bits, inference, "passes", an operator.
+    ("它的 8 位尾數", "位尾數"), ("推理時的快取", "推理"),
+    ("兩個測試都透過了", "透過了"), ("也能透過檢查", "透過檢查"),
+    ("Megatron-LM 的「f」運算元", "」運算元"),
+    # The explorers' and the panel's terms against the chapters' (item 5).
+    ("編譯出的集合通訊", "集合通訊"), ("每個 token 的位元組", "token"),
+    ("畫出 roofline 圖", "roofline"),
 ]
 PLANTED_HANS = [
     ("移动滑杆即重新训练", "滑杆"), ("控制项不会带动计算", "控制项"),
     ("每次量测读取", "量测"), ("把程式码载入记忆体", "程式码"),
+    ("蒙地卡罗估计", "蒙地卡罗"), ("每个token的字节数", "token"),
 ]
 
 
@@ -124,9 +132,14 @@ def test_the_usage_lint_fails_on_a_planted_mainland_mistake(text: str,
 
 def test_the_usage_lint_passes_the_right_words() -> None:
     for text in ("請等到逾時為止", "在 8 張 H100 上", "每顆晶片", "集體運算",
-                 "重計算策略", "移動滑桿", "一塊記憶體", "分成了幾塊？"):
+                 "重計算策略", "移動滑桿", "一塊記憶體", "分成了幾塊？",
+                 "它的 8 位元尾數", "推論時的快取", "兩個測試都通過了", "透過網路傳送",
+                 "透過了解原理", "「f」運算子", "兩個運算元中", "詞元（token）",
+                 "{per_token} × {tokens} 個詞元", "屋頂線（roofline）：",
+                 "def count(tokens):  # 每個詞元"):
         assert usage.scan_text(text, "zh-Hant") == [], text
-    for text in ("移动滑块即重新训练", "每次测量读取", "8 块 H100"):
+    for text in ("移动滑块即重新训练", "每次测量读取", "8 块 H100", "蒙特卡罗估计",
+                 "词元（token）", "per_token 个"):
         assert usage.scan_text(text, "zh-Hans") == [], text
 
 
@@ -149,6 +162,34 @@ def test_the_usage_lint_passes_the_right_words() -> None:
 def test_the_axis_lint_knows_rows_and_columns(english: str, text: str, language: str,
                                               wrong: bool) -> None:
     assert (usage.axis_problem(english, text, language) is not None) == wrong
+
+
+@pytest.mark.parametrize(("text", "language", "wrong"), [
+    # An edition names itself by its own script ...
+    ("> 本页是英文版的繁体中文版，译文来自", "zh-Hans", True),
+    ("> 本页是英文版的简体中文版，译文来自", "zh-Hans", False),
+    ("> 本頁是英文版的簡體中文版", "zh-Hant", True),
+    ("> 本頁是英文版的繁體中文（臺灣）版", "zh-Hant", False),
+    # ... and chapter 9, which it links to in that script (zh-Hans: 09_dp_zh_hans).
+    ("以及在第 9 章（繁体中文）中，做法是", "zh-Hans", True),
+    ("以及第 9 章的相应内容，繁体中文）", "zh-Hans", True),
+    ("以及在第 9 章中，做法是", "zh-Hans", False),
+    ("第 9 章（簡體中文）會展示", "zh-Hant", True),
+    # Where the Simplified chapter 9 says what it was generated from.
+    ("本页由繁体中文（台湾用语）的原文自动生成", "zh-Hans", False),
+])
+def test_the_naming_lint_knows_which_edition_a_page_links_to(
+        text: str, language: str, wrong: bool) -> None:
+    assert (usage.naming_problem(text, language) is not None) == wrong
+
+
+def test_each_edition_names_itself_and_the_others_correctly() -> None:
+    found = usage.naming_findings()
+    assert found["zh-Hant"] == [], "\n".join(found["zh-Hant"][:20])
+    assert found["zh-Hans"] == [], "\n".join(found["zh-Hans"][:20])
+    # Every page whose first cell names its edition was read.
+    firsts = [t for _, t in usage.edition_texts()["zh-Hans"] if "本页是英文版的" in t]
+    assert len(firsts) >= 16, len(firsts)
 
 
 def test_the_lint_finds_a_planted_mistake_in_the_home_page_and_the_messages(
@@ -236,3 +277,15 @@ def test_a_reviewed_override_is_shown_until_its_simplified_source_changes(
     text = shown(hans)
     assert text.startswith(overrides.STALE_NOTE)
     assert reviewed not in text and "新加的一句話。" in text
+    # The lint names it until a reviewer rereads it (and names none before).
+    assert i18n.stale_overrides(tmp_path) == []
+    stale.save(str(where))
+    (line,) = i18n.stale_overrides(tmp_path)
+    assert family.name in line and "stale" in line
+
+
+def test_no_reviewed_override_is_stale() -> None:
+    # A stale override shows readers the generated text under a note that the
+    # review is out of date (issue 54, item 7): none may be shipped.
+    assert i18n.stale_overrides() == []
+    assert any(i18n.override_path(f).is_file() for f in i18n.families())

@@ -81,10 +81,12 @@ from .layout import (
     families,
 )
 from .overrides import OVERRIDE_DIR, STALE_NOTE, merged_overrides, override_path
-from .reports import coverage, coverage_text, lint, lint_entry
+from .reports import coverage, coverage_text, lint, lint_entry, stale_overrides
 from .usage import (
     STYLE_FILE,
     USAGE_FILE,
+    axis_findings,
+    naming_findings,
     regional_words,
     style_findings,
     usage_findings,
@@ -103,6 +105,7 @@ __all__ = [
     "UNTRANSLATED",
     "USAGE_FILE",
     "Family",
+    "axis_findings",
     "code_of",
     "coverage",
     "coverage_text",
@@ -114,8 +117,10 @@ __all__ = [
     "main",
     "merged",
     "merged_overrides",
+    "naming_findings",
     "override_path",
     "regional_words",
+    "stale_overrides",
     "style_findings",
     "out_of_date",
     "to_hant",

@@ -4,8 +4,9 @@ Without a flag it merges the English into the catalogs and writes the editions
 (:func:`.editions.write`); ``--check`` only says which of them are out of date,
 ``--coverage`` prints :func:`.reports.coverage`'s table and ``--lint [CATALOG
 ...]`` :func:`.reports.lint`'s findings (without a catalog, also the editions'
-regional usage and the Simplified style sheet's, :mod:`.usage`), exiting 1 if
-there are any.
+regional usage, rows and columns, how they name the editions, the Simplified
+style sheet's findings (:mod:`.usage`) and the stale reviewed overrides),
+exiting 1 if there are any.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from jaxcourse.cli import add_version
 
 from ..zh_hans import report_stale
 from .editions import out_of_date, write
-from .reports import coverage, coverage_text, lint
-from .usage import style_findings, usage_findings
+from .reports import coverage, coverage_text, lint, stale_overrides
+from .usage import axis_findings, naming_findings, style_findings, usage_findings
 
 #: What ``--help`` says the command is for.
 DESCRIPTION = ("Chinese editions of the English chapters and their exercises, "
@@ -48,11 +49,18 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(problems) or "every translation keeps its code, math and links")
         if not args.lint:  # the editions as a whole: regional usage, style sheet
             usage = [line for lines in usage_findings().values() for line in lines]
+            axes = [line for lines in axis_findings().values() for line in lines]
+            names = [line for lines in naming_findings().values() for line in lines]
             style = style_findings()
+            stale = stale_overrides()
             print("\n".join(usage) or "zh-Hant writes as Taiwan does, zh-Hans as the "
                   "mainland does")
+            print("\n".join(axes) or "rows and columns agree with the English")
+            print("\n".join(names) or "each edition names itself and chapter 9 in "
+                  "its own script")
             print("\n".join(style) or "zh-Hans follows its style sheet")
-            problems += usage + style
+            print("\n".join(stale) or "no reviewed zh-Hant override is stale")
+            problems += usage + axes + names + style + stale
         return 1 if problems else 0
     for name in write():
         print(f"wrote {name}")

@@ -4,7 +4,10 @@
 translated, stale (``fuzzy``) and missing, and the comments, exercise texts
 and figure labels done. :func:`lint` checks that each translation keeps its
 English's code spans, math, link targets, labels, fences, HTML tags and
-headings. Both read the catalogs as they are on disk; neither writes.
+headings; :func:`stale_overrides` names the reviewed zh-Hant corrections whose
+Simplified source has changed since (the edition shows the generated text in
+their place, a Markdown cell under a note that says so). They read the
+catalogs as they are on disk (``--check`` keeps them merged); none writes.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 
 from .catalogs import _read
 from .layout import COMMENT, EDITIONS, EXERCISE, FIGURE, ROOT, families
+from .overrides import override_path
 
 
 def coverage(root: Path = ROOT) -> list[dict]:
@@ -105,4 +109,25 @@ def lint(root: Path = ROOT, names: list[str] | None = None) -> list[str]:
             for problem in lint_entry(e.msgid, e.msgstr):
                 where = e.occurrences[0] if e.occurrences else ("?", "?")
                 found.append(f"{family.name}.po {where[0]}:{where[1]}: {problem}")
+    return found
+
+
+def stale_overrides(root: Path = ROOT) -> list[str]:
+    """Return a line per reviewed zh-Hant override that has gone stale (``fuzzy``).
+
+    A stale override is not shown: the reader gets the generated text again
+    (and, for a Markdown cell, :data:`.overrides.STALE_NOTE` above it) until a
+    reviewer rereads the new Simplified text and updates the override.
+    """
+    found = []
+    for family in families():
+        path = override_path(family, root)
+        if not path.is_file():
+            continue
+        for e in _read(path):
+            if not e.obsolete and "fuzzy" in e.flags:
+                where = e.occurrences[0] if e.occurrences else ("?", "?")
+                found.append(f"zh-Hant override {path.relative_to(root).as_posix()} "
+                             f"{where[0]}: stale (its Simplified text changed): "
+                             f"{e.msgstr[:40]!r}")
     return found

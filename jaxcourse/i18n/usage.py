@@ -16,9 +16,13 @@ scripts, chapter 9 and its Simplified edition) and their exercises' texts:
   is a row and 欄 (or 行) a column, the mainland's 行 a row and 列 a column;
   a text whose English says only "row" (or only "column") is read against its
   English, and must not name the other axis.
+- :func:`naming_findings`: an edition that names itself, or chapter 9 (which
+  it links to in its own script), as written in the other script.
 
 The usage lint also knows patterns (the course's ``pattern-`` rows): the
-measure words for devices (Taiwan counts 張 GPU and 顆晶片, never 塊).
+measure words for devices (Taiwan counts 張 GPU and 顆晶片, never 塊); English
+terms the chapters translate, left in Chinese prose (token: 詞元, roofline:
+屋頂線); a named operator that conversion made an operand (「f」運算元).
 
 Prose is a Markdown cell without its code spans, fences, math, links' targets
 and HTML; a code cell's comments and the Chinese string literals; a figure's
@@ -426,3 +430,40 @@ def style_findings(root: Path = ROOT) -> list[str]:
                 lines.append(f"zh-Hans {where}: {m.group(0)!r} "
                              f"({concept}: write {form})")
     return lines
+
+
+#: The other script's name, by language: an edition names itself by its own.
+_OTHER_SCRIPT = {"zh-Hans": "(?:繁体|繁體)中文", "zh-Hant": "(?:简体|簡體)中文"}
+
+
+@functools.cache
+def _naming_patterns(language: str) -> tuple[re.Pattern, ...]:
+    other = _OTHER_SCRIPT[language]
+    # "本页是英文版的繁体中文版" in a Simplified page; "第 9 章（繁体中文）" where
+    # the Simplified edition links to chapter 9's Simplified edition.
+    return (re.compile(rf"本[页頁]是[^。\n]*?{other}[^。\n]*?版"),
+            re.compile(rf"第\s*9\s*章[^。；\n]{{0,16}}?{other}"))
+
+
+def naming_problem(text: str, language: str) -> str | None:
+    """Return how ``text`` names its own edition or chapter 9 wrongly, or None.
+
+    Each edition links to the pages of its own script (chapter 9 included:
+    zh-Hans to its Simplified edition, zh-Hant to the Traditional original), so
+    a page of one script that calls itself, or the chapter 9 it links to, the
+    other script's is wrong.
+    """
+    for pattern in _naming_patterns(language):
+        m = pattern.search(text)
+        if m:
+            return f"names the other script's edition: {m.group(0)!r}"
+    return None
+
+
+def naming_findings(root: Path = ROOT) -> dict[str, list[str]]:
+    """Return, per language, a line per text that names the editions wrongly."""
+    out: dict[str, list[str]] = {}
+    for language, texts in edition_texts(root).items():
+        out[language] = [f"{language} {where}: {problem}" for where, text in texts
+                         if (problem := naming_problem(text, language))]
+    return out
