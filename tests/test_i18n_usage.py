@@ -289,3 +289,23 @@ def test_no_reviewed_override_is_stale() -> None:
     # review is out of date (issue 54, item 7): none may be shipped.
     assert i18n.stale_overrides() == []
     assert any(i18n.override_path(f).is_file() for f in i18n.families())
+
+
+#: Chapters 6-8's terms (issue 54, item 10): Taiwan's, and the mainland's.
+CHAPTER_TERMS = [("屋頂線", "屋顶线"), ("微批次", "微批次"), ("重計算", "重计算"),
+                 ("詞元", "词元"), ("逾時", "超时"), ("卡住", "挂起"),
+                 ("管線平行", "流水线并行"), ("張量平行", "张量并行"),
+                 ("臨界批次", "临界批次"), ("序列平行", "序列并行")]
+
+
+@pytest.mark.parametrize(("hant", "hans"), CHAPTER_TERMS)
+def test_the_glossaries_name_the_terms_of_chapters_6_to_8(hant: str, hans: str) -> None:
+    # A headword of each glossary, and the word the editions of chapters 6-8 write.
+    for glossary, term, folder in (("glossary_zh.md", hant, "zh_hant"),
+                                   ("glossary_zh_hans.md", hans, "zh_hans")):
+        text = (ROOT / "book" / glossary).read_text(encoding="utf-8")
+        assert f"\n| {term} |" in text, (glossary, term)
+        used = "".join((ROOT / "book" / folder / f"{name}.ipynb").read_text(
+            encoding="utf-8") for name in ("06_scaling", "07_transformer",
+                                           "08_multiprocess"))
+        assert term in used, (folder, term)
