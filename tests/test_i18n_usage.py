@@ -95,6 +95,9 @@ def test_the_lint_reads_every_string_a_learner_sees() -> None:
         assert any(text.lstrip().startswith("#") for text in prose.values())
     figures = [t for where, t in texts["zh-Hant"] if "01_mlp.ipynb" in where]
     assert any("準確率" in t or "損失" in t for t in figures)
+    # Chapter 9's own exercise texts (written in Traditional, no table of them).
+    own = [t for where, t in texts["zh-Hant"] if where.startswith("dp_zh.")]
+    assert len(own) > 50 and any("提示" in t or "正規化" in t for t in own)
 
 
 #: One planted example of each kind the lint knows, with what it must say.

@@ -26,8 +26,9 @@ terms the chapters translate, left in Chinese prose (token: 詞元, roofline:
 
 Prose is a Markdown cell without its code spans, fences, math, links' targets
 and HTML; a code cell's comments and the Chinese string literals; a figure's
-labels; an exercise text; the editions' home pages (``index.md``); and every
-string of the explorers and the panel (:mod:`jaxcourse.messages`). Code,
+labels; an exercise text (translated, or a Chinese chapter's own); the
+editions' home pages (``index.md``); and every string of the explorers and the
+panel (:mod:`jaxcourse.messages`). Code,
 identifiers and outputs are left out.
 """
 
@@ -235,6 +236,11 @@ def edition_texts(root: Path = ROOT) -> dict[str, list[tuple[str, str]]]:
             for english, text in json.loads(table.read_text(encoding="utf-8")).items():
                 where = f"{table.parent.name}/{table.name}: {english[:30]!r}"
                 texts[language].append((where, prose_of(text)))
+        # A chapter written in Chinese (chapter 9) holds its exercises' texts
+        # (hints, named mistakes, cases) in its own module, not in a table.
+        for topic in course.topics():
+            if topic.language == language:
+                texts[language].extend(_own_exercise_texts(topic.key))
         page = root / PAGES[language]
         if page.is_file():
             paragraphs = page.read_text(encoding="utf-8").split("\n\n")
@@ -244,6 +250,22 @@ def edition_texts(root: Path = ROOT) -> dict[str, list[tuple[str, str]]]:
         for key, text in _messages(language).items():
             texts[language].append((f"{module}: {key}", text))
     return texts
+
+
+def _own_exercise_texts(key: str) -> list[tuple[str, str]]:
+    """Return (where, text) for the texts of a Chinese topic's own exercises."""
+    from .. import course
+    from ..exercises.editions import texts_of
+    from ..exercises.registry import _REGISTRY
+
+    course.load(key)  # registers the topic's exercises
+    found = []
+    for exercise_id, exercise in list(_REGISTRY.items()):
+        if exercise_id.split(".", 1)[0] == key:
+            *shown, _solution = texts_of(exercise)
+            found.extend((f"{exercise_id}: {text[:30]!r}", text) for text in shown
+                         if CJK.search(text))
+    return found
 
 
 def paired_texts(root: Path = ROOT) -> list[tuple[str, str, dict[str, str]]]:
