@@ -12,6 +12,7 @@ Markdown cells, and no translation drops the English's code, math or links.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -24,6 +25,7 @@ polib = pytest.importorskip("polib", reason="the editions' generator needs polib
 from course_copy import copy_family  # noqa: E402  (after the skips)
 
 from jaxcourse import i18n  # noqa: E402
+from jaxcourse.messages import MESSAGES  # noqa: E402
 from jaxcourse.plotting import FIGURE_TEXT_KEY, figure_svg, pack_svg  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -383,3 +385,36 @@ def test_an_editions_stored_panels_and_explorers_speak_its_language(
     assert '"description": "Check"' not in state
     assert f'"description": "{MESSAGES[language]["check"]}"' in state
     assert "tests passed" not in state
+
+
+def _stored_widgets(path: Path) -> str:
+    widgets = nbformat.read(path, as_version=4).metadata.get("widgets", {})
+    return json.dumps(widgets, ensure_ascii=False)
+
+
+#: What an English explorer or panel stores: the still picture's notice, the
+#: Check button, the score.
+ENGLISH_MARKS = {"explorer_static": MESSAGES["en"]["explorer_static"],
+                 "check": f'"description": "{MESSAGES["en"]["check"]}"',
+                 "tests passed": "tests passed"}
+#: The masters that store explorers (chapters) or panels (worked solutions); a
+#: chapter's stored progress bar is an output of its code, which stays English.
+WIDGET_MASTERS = [master for family in FAMILIES for master in family.masters
+                  if any(mark in _stored_widgets(ROOT / master)
+                         for mark in ENGLISH_MARKS.values())]
+
+
+@pytest.mark.parametrize("master", WIDGET_MASTERS, ids=lambda m: Path(m).stem)
+def test_no_stored_panel_or_explorer_on_a_chinese_page_is_english(master: str) -> None:
+    # The English the master stores, none of it left in either edition, the
+    # edition's own words in its place.
+    english = _stored_widgets(ROOT / master)
+    held = {key: mark for key, mark in ENGLISH_MARKS.items() if mark in english}
+    for language in i18n.EDITIONS:
+        state = _stored_widgets(ROOT / i18n.edition_path(master, language))
+        for key, mark in held.items():
+            assert mark not in state, (language, key)
+        if "explorer_static" in held:
+            assert MESSAGES[language]["explorer_static"] in state, language
+        if "check" in held:
+            assert f'"description": "{MESSAGES[language]["check"]}"' in state, language
