@@ -18,10 +18,17 @@ raw numbers.
   ``--aot FILE`` adds the same programs compiled ahead of time for the same
   chip on a CPU host (:mod:`jaxcourse.slices`), which must agree.
 
+* **Activations** (``--activations FILE``, a file of its own): the step's
+  gradient compiled by the device's compiler at one and two sequences, per
+  remat policy: how much its temporaries grow per token, beside the
+  residuals JAX lists and the plan's formula
+  (:func:`jaxcourse.transformer.residuals_per_token`).
+
 Run it on any JAX accelerator (a TPU VM, Colab's or Kaggle's TPU runtime)::
 
     python -m jaxcourse.measure --out tpu_v5e.json
     python -m jaxcourse.measure --aot tpu_v5e.json      # later, on a CPU host
+    python -m jaxcourse.measure --activations tpu_v5e_activations.json
 
 ``--quick`` shrinks every size, so the program itself can be tested on a CPU.
 The predicted columns come from :func:`predicted`, which
@@ -400,6 +407,60 @@ def add_aot(path: Path, slice_name: str = "v5e 2x4") -> dict[str, Any]:
     return found
 
 
+#: Sequence lengths at which :func:`measure_activations` doubles the batch.
+ACTIVATION_SEQS = (1024, 2048)
+#: Where the chip's activation compiles are stored (compiled, not timed).
+ACTIVATIONS = Path(__file__).parent / "data" / "compiled" / "tpu_v5e_activations.json"
+
+
+def measure_activations(step: dict[str, Any] | None = None,
+                        seqs: Sequence[int] = ACTIVATION_SEQS) -> dict[str, Any]:
+    """Compile the step for the default device at two batches, per remat policy.
+
+    For each sequence length in ``seqs`` and each policy,
+    :func:`jaxcourse.transformer.activation_bytes` compiles the
+    mixed-precision gradient of :data:`STEP`'s model at one and two sequences:
+    ``compiled`` is how much the compiler's temporaries grew per token added,
+    ``listed`` the residuals JAX lists per token. A compile the chip's
+    compiler refuses is stored as its refusal. The planned column is
+    recomputed from today's code by :func:`activation_predictions` (and by
+    ``tests/test_measure.py``).
+    """
+    import jax
+
+    from jaxcourse.transformer import REMAT_POLICIES
+    from jaxcourse.transformer.memory import activation_bytes
+
+    step = dict(STEP if step is None else step)
+    cfg = step_config(step)
+    runs = []
+    for seq in seqs:
+        for remat in REMAT_POLICIES:
+            started = time.perf_counter()
+            try:
+                got = activation_bytes(cfg, remat, 1, seq, "mixed")
+                row: dict[str, Any] = {"compiled": got["compiled"],
+                                       "listed": got["residuals"]}
+            except Exception as error:  # the compiler's refusal is a result
+                row = {"refused": str(error).splitlines()[0][:400]}
+            row.update(seq=seq, remat=remat, seconds=time.perf_counter() - started)
+            print(json.dumps(row), file=sys.stderr, flush=True)
+            runs.append(row)
+    return {"date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d"),
+            "device_kind": jax.devices()[0].device_kind,
+            "versions": installed_versions(), "step_config": step, "runs": runs,
+            "planned": activation_predictions(step)}
+
+
+def activation_predictions(step: dict[str, Any]) -> dict[str, int | None]:
+    """Return each policy's planned residual bytes per token (None: not planned)."""
+    from jaxcourse.transformer import REMAT_POLICIES, residuals_per_token
+
+    cfg = step_config(step)
+    return {remat: residuals_per_token(cfg, remat)["total"] if remat != "none" else None
+            for remat in REMAT_POLICIES}
+
+
 def load(name: str) -> dict[str, Any]:
     """Return a stored measurement, e.g. ``load("tpu_v5e")``.
 
@@ -427,6 +488,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="write the measurements here")
     parser.add_argument("--aot", type=Path, help="add AOT compiles to this file")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a CPU test)")
+    parser.add_argument("--activations", type=Path,
+                        help="compile the step per remat policy at two batches on this "
+                             "machine's device and write what grows per token here")
     parser.add_argument("--one-step", help=argparse.SUPPRESS)
     parser.add_argument("--kernels", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--step-json", help=argparse.SUPPRESS)
@@ -436,6 +500,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.one_step:
         print(json.dumps(measure_step(json.loads(args.step_json), args.one_step)))
+        return 0
+    if args.activations:
+        step = _QUICK_STEP if args.quick else STEP
+        found = measure_activations(step, (32, 64) if args.quick else ACTIVATION_SEQS)
+        args.activations.write_text(json.dumps(found, indent=1) + "\n",
+                                    encoding="utf-8")
+        print(f"wrote {args.activations}", file=sys.stderr)
         return 0
     if args.aot:
         if not args.aot.is_file():

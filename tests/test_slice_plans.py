@@ -11,10 +11,12 @@ a slice here, with donation and the chunked loss.
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from jaxcourse import transformer
+from jaxcourse.scaling.memory import residual_bytes, saved_residuals
 from jaxcourse.slices import SLICES
 from jaxcourse.transformer import slice_plans
 
@@ -48,11 +50,58 @@ def test_the_plan_is_the_chapters_formula():
     plan = transformer.memory_plan(cfg, "FSDP", 8, 1, 8192)
     state = 12 * transformer.param_count(cfg) // 8 + 4
     assert plan["state"] == state and plan["step"] == state // 3
-    assert plan["activations"] == cfg.layers * cfg.d_model * 2 * 8192
+    # Full remat: each block's bfloat16 input, and the head's residuals (the
+    # final norm's, the float32 log-softmax over the vocabulary, five numbers).
+    head = 10 * cfg.d_model + 4 * cfg.vocab + 20
+    blocks = cfg.layers * cfg.d_model * 2
+    assert plan["activations"] == (blocks + head) * 8192
     assert plan["total"] == plan["state"] + plan["step"] + plan["activations"]
-    # Sequence parallelism splits the residuals over "model".
+    # Sequence parallelism splits the blocks' residuals over "model", not the head's.
     sp = transformer.memory_plan(cfg, "TP + SP", 1, 8, 8192, sequences=2)
-    assert sp["activations"] == cfg.layers * cfg.d_model * 2 * 8192 * 2 // 8
+    assert sp["activations"] == blocks * 8192 * 2 // 8 + head * 8192 * 2
+    dots = transformer.memory_plan(cfg, "FSDP", 8, 1, 8192, remat="dots")
+    assert dots["activations"] > plan["activations"]
+    with pytest.raises(ValueError, match="scores"):
+        transformer.memory_plan(cfg, "FSDP", 8, 1, 8192, remat="none")
+
+
+def _random_configs(count: int) -> list[transformer.Config]:
+    # Widths, heads, hidden units and vocabularies that differ from one
+    # another, so that a formula that confuses two of them fails.
+    rng = np.random.default_rng(56)
+    found = []
+    for _ in range(count):
+        kv_heads = int(rng.choice([1, 2]))
+        heads = kv_heads * int(rng.choice([2, 3]))
+        head_dim = int(rng.choice([8, 12]))
+        found.append(transformer.Config(
+            vocab=int(rng.integers(40, 130)), d_model=heads * head_dim,
+            layers=int(rng.integers(1, 4)), heads=heads, kv_heads=kv_heads,
+            hidden=int(rng.integers(20, 90))))
+    return found
+
+
+@pytest.mark.parametrize("cfg", _random_configs(3), ids=lambda c: f"d{c.d_model}")
+def test_the_residual_formula_is_the_list_jax_prints(cfg):
+    # residuals_per_token counts from shapes what print_saved_residuals lists
+    # (activation_bytes reads the list): equal, byte for byte, for every
+    # planned policy and precision.
+    for precision in ("mixed", "bfloat16", "float32"):
+        for remat in ("full", "names", "dots"):
+            listed = transformer.activation_bytes(cfg, remat, 2, 8, precision,
+                                                  measure_compiled=False)
+            planned = transformer.residuals_per_token(cfg, remat, precision)
+            assert planned["total"] == listed["residuals"], (precision, remat)
+    # The loss in chunks keeps each piece's input instead of the log-softmax.
+    params = transformer.init_params(jax.random.key(0), cfg)
+    kept = []
+    for batch in (2, 4):
+        tokens = np.zeros((batch, 8), np.int32)
+        kept.append(saved_residuals(lambda p, t=tokens: transformer.loss(
+            jax.tree.map(lambda w: w.astype(jnp.bfloat16), p), t, t, cfg,
+            remat="full", chunk=4), params))
+    per_token = (residual_bytes(kept[1]) - residual_bytes(kept[0])) / (2 * 8)
+    assert per_token == transformer.residuals_per_token(cfg, chunked_loss=True)["total"]
 
 
 @pytest.mark.parametrize("chunk", [1, 4, 16])

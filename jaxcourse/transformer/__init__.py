@@ -56,7 +56,7 @@ from .layouts import (
     sharded_step,
     spec_tree,
 )
-from .memory import activation_bytes, state_bytes, zero_bytes
+from .memory import activation_bytes, residuals_per_token, state_bytes, zero_bytes
 from .model import (
     PLAIN,
     REMAT_POLICIES,
@@ -107,7 +107,8 @@ __all__ = [
     "make_step", "matmul_params", "memory_plan", "mlp", "optimizer_for",
     "param_count", "param_parts",
     "param_specs", "per_example_grad_sum", "phase_bytes", "place",
-    "predicted_collectives", "rms_norm", "rope", "sharded_grad_fn", "sharded_step",
+    "predicted_collectives", "residuals_per_token", "rms_norm", "rope",
+    "sharded_grad_fn", "sharded_step",
     "spec_tree", "state_bytes", "step_time", "train", "zero_bytes",
     "zero_collectives", "zero_specs", "zero_step",
 ]

@@ -24,7 +24,7 @@ from .layouts import DATA, MODEL, layout_switches, param_specs
 from .model import init_params, loss
 from .training import PRECISIONS, bytes_per_param, make_grad_fn
 
-__all__ = ["activation_bytes", "state_bytes", "zero_bytes"]
+__all__ = ["activation_bytes", "residuals_per_token", "state_bytes", "zero_bytes"]
 
 
 def _itemsize(dtype: Any) -> int:
@@ -77,6 +77,56 @@ def zero_bytes(cfg: Config, stage: int, devices: int, precision: str = "mixed"
     out = {part: per[part] * n / (devices if cut else 1) for part, cut in split.items()}
     out["total"] = sum(out.values())
     return out
+
+
+def residuals_per_token(cfg: Config, remat: str = "full", precision: str = "mixed",
+                        chunked_loss: bool = False) -> dict[str, int]:
+    """Return the bytes per token of the residuals JAX lists for a step, by formula.
+
+    What :func:`activation_bytes` reads from ``print_saved_residuals``, counted
+    from the model's shapes, so that it holds for models too large to list
+    (tested equal to the list). ``c`` is the compute dtype's itemsize (2 for
+    ``"mixed"`` and ``"bfloat16"``, 4 for ``"float32"``); per layer, a block
+    keeps
+
+    - ``full``: its input, ``d`` numbers;
+    - ``names``: its input, attention's output and the MLP's hidden units,
+      ``2 d + hidden``;
+    - ``dots``: the products without a batch dimension, ``3 d + 2 kv + 2
+      hidden`` (the input, the query and output projections, the key and
+      value projections ``kv = kv_heads · head_dim`` wide, the MLP's gate and
+      up projections);
+
+    and the head, once per token: the final norm's float32 input and output
+    and its ``c``-byte cast (``(8 + c) d``), the loss's float32 log-softmax
+    over the vocabulary (``4 vocab``, the largest part at LLaMA-3's 128,256
+    words), and five 4-byte numbers (a target, the norm's two scalars, the
+    log-softmax's maximum, the target's index). With ``chunked_loss`` (the
+    loss computed a piece of the sequence at a time, each piece recomputed:
+    :func:`~.model.loss`'s ``chunk``) the log-softmax is not kept: the head
+    keeps the pieces' ``c``-byte inputs instead, and four 4-byte numbers.
+    ``"none"`` keeps attention's scores too (``seq`` numbers per head per
+    token, several copies): it is measured (:func:`activation_bytes`), not
+    planned.
+
+    Returns
+    -------
+    dict
+        ``blocks`` (all layers), ``head`` and ``total``, bytes per token.
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}")
+    c = _itemsize(PRECISIONS[precision].compute)
+    d, kv = cfg.d_model, cfg.kv_heads * (cfg.d_model // cfg.heads)
+    per_layer = {"full": d, "names": 2 * d + cfg.hidden,
+                 "dots": 3 * d + 2 * kv + 2 * cfg.hidden}
+    if remat not in per_layer:
+        raise ValueError(f"residuals_per_token plans {sorted(per_layer)}, not "
+                         f"{remat!r}: without remat a block keeps attention's scores, "
+                         "which activation_bytes measures")
+    blocks = cfg.layers * c * per_layer[remat]
+    head = (8 + c) * d + (4 * 4 if chunked_loss else 4 * cfg.vocab + 5 * 4)
+    return {"blocks": blocks, "head": head, "total": blocks + head}
 
 
 def activation_bytes(cfg: Config, remat: str, batch: int, seq: int,

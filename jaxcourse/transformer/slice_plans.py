@@ -98,7 +98,7 @@ RUNS: list[Run] = [
 def plan_of(run: Run) -> dict[str, int]:
     """Return the chapter's plan for ``run`` (:func:`~.planning.memory_plan`)."""
     return memory_plan(CONFIGS[run.config], run.layout, run.data, run.model, SEQ,
-                       run.sequences)
+                       run.sequences, run.remat, run.loss_chunk)
 
 
 # libtpu 0.0.42.1 says "... HLO temporaries (18.85G) exceeds available HBM (15.75G)".
