@@ -65,6 +65,33 @@ def _records_stepped_generator(seed, epoch, step, num_records, batch_size, rows)
     return order[step * batch_size:(step + 1) * batch_size][rows]
 
 
+def _records_step_from_one(seed, epoch, step, num_records, batch_size, rows):
+    # Steps counted from 1: step s takes the block after the s-th.
+    order = np.random.default_rng([seed, epoch]).permutation(num_records)
+    return order[(step + 1) * batch_size:(step + 2) * batch_size][rows]
+
+
+def _records_shuffled_within_block(seed, epoch, step, num_records, batch_size,
+                                   rows):
+    # The step's block of records in file order, shuffled within itself.
+    block = np.arange(step * batch_size, (step + 1) * batch_size)
+    return np.random.default_rng([seed, epoch]).permutation(block)[rows]
+
+
+def _records_local_blocks(seed, epoch, step, num_records, batch_size, rows):
+    # The order stepped through by this process's share, not the global batch.
+    order = np.random.default_rng([seed, epoch]).permutation(num_records)
+    start, stop, _ = rows.indices(batch_size)
+    share = stop - start
+    return order[start + step * share:stop + step * share]
+
+
+def _records_order_per_step(seed, epoch, step, num_records, batch_size, rows):
+    # A new permutation every step, from [seed, epoch, step], its first block.
+    order = np.random.default_rng([seed, epoch, step]).permutation(num_records)
+    return order[:batch_size][rows]
+
+
 def _records_legacy_generator(seed, epoch, step, num_records, batch_size, rows):
     # NumPy's legacy generator (np.random.seed, RandomState) with the pair.
     order = np.random.RandomState([seed, epoch]).permutation(num_records)
@@ -240,6 +267,56 @@ def _job_sigterm_is_preemption(reference, log, sacct):
     return reference(log, sacct)
 
 
+def _job_cancelled_unless_preemption(reference, log, sacct):
+    # "CANCELLED" taken for the time limit unless the log says PREEMPTION: the
+    # same slip as _job_cancelled_is_time_limit, the preemption read first.
+    if "CANCELLED" in log and "PREEMPTION" not in log:
+        return "time limit", _LATER
+    return reference(log, sacct)
+
+
+def _job_exit_code_line(reference, log, sacct):
+    # Any "Exited with exit code" line taken for srun's kill, whatever the state
+    # (an out-of-memory task leaves one too).
+    if "Exited with exit code" in log:
+        return "kill-on-bad-exit", "fix the failing task"
+    return reference(log, sacct)
+
+
+def _job_heartbeat_fixes_task(reference, log, sacct):
+    # A heartbeat timeout answered with the failing task's fix.
+    ending, fix = reference(log, sacct)
+    return ending, "fix the failing task" if ending == "heartbeat timeout" else fix
+
+
+def _job_kill_adds_option(reference, log, sacct):
+    # srun's kill answered with the option that made it.
+    ending, fix = reference(log, sacct)
+    return ending, "add --kill-on-bad-exit=1" if ending == "kill-on-bad-exit" else fix
+
+
+def _job_word_preemption(reference, log, sacct):
+    # The word "preemption" anywhere (JAX's preemption_notifier, the
+    # coordination service's advice) taken for a preemption.
+    if "preemption" in log.lower():
+        return "preemption", _REQUEUE
+    return reference(log, sacct)
+
+
+def _job_abort_is_heartbeat(reference, log, sacct):
+    # Every abort (exit code 134) taken for the heartbeat timeout: the failed
+    # shutdown barrier too.
+    ending, fix = reference(log, sacct)
+    if ending == "shutdown barrier":
+        return "heartbeat timeout", "add --kill-on-bad-exit=1"
+    return ending, fix
+
+
+def _job_memory_unread(reference, log, sacct):
+    # OUT_OF_MEMORY not read as an ending of its own: the log read as FAILED's.
+    return reference(log, sacct.replace("OUT_OF_MEMORY", "FAILED"))
+
+
 def job_ending_mistakes(reference: Callable) -> dict[str, Callable]:
     """Return ``job_ending``'s named mistakes, each a wrong reading of ``reference``.
 
@@ -257,7 +334,9 @@ def job_ending_mistakes(reference: Callable) -> dict[str, Callable]:
         _job_exit_code_alone, _job_barrier_first, _job_any_traceback,
         _job_state_alone, _job_cancelled_is_time_limit, _job_fixes_swapped,
         _job_sigterm_is_preemption, _job_barrier_always_steps,
-        _job_failed_is_heartbeat)}
+        _job_failed_is_heartbeat, _job_cancelled_unless_preemption,
+        _job_exit_code_line, _job_heartbeat_fixes_task, _job_kill_adds_option,
+        _job_word_preemption, _job_abort_is_heartbeat, _job_memory_unread)}
 
 
 # ---- the tables of the cluster exercises ------------------------------------
@@ -287,6 +366,17 @@ RECORDS_MISTAKES = [
     Mistake("NumPy's legacy generator (np.random.seed, RandomState) draws "
             "another permutation: use np.random.default_rng([seed, epoch])",
             _records_legacy_generator),
+    Mistake("this is the next step's batch: steps count from 0, and step 0 "
+            "is the first block of the epoch's order", _records_step_from_one),
+    Mistake("only the records of one block in file order were shuffled, so a "
+            "batch holds neighbouring records: shuffle the whole epoch, then "
+            "cut it into batches", _records_shuffled_within_block),
+    Mistake("each step moves through the order by a whole global batch, "
+            "every process's rows together, not by this process's share",
+            _records_local_blocks),
+    Mistake("a new order at every step can give one record to two steps of an "
+            "epoch and none to another: one order per epoch, cut into batches",
+            _records_order_per_step),
 ]
 
 SECONDS_MISTAKES = [
@@ -357,4 +447,28 @@ def job_ending_table(reference: Callable) -> list[Mistake]:
         Mistake("FAILED says only that the job ended with an error: srun, the "
                 "heartbeat timeout and the shutdown barrier all give it; the log "
                 "says which", wrong["failed_is_heartbeat"]),
+        Mistake("slurmstepd writes CANCELLED AT for every step it ends: a reason "
+                "follows only for a time limit or a preemption (DUE TO ...), and "
+                "the sacct state says which",
+                wrong["cancelled_unless_preemption"]),
+        Mistake("an 'Exited with exit code' line says that one task failed, not "
+                "what ended the job: a task killed for its memory leaves one too. "
+                "Which does sacct's state say, and only then the log?",
+                wrong["exit_code_line"]),
+        Mistake("the fix is for what ended the job: after a heartbeat timeout the "
+                "others waited for a task that had already failed. What would "
+                "have ended them at once?", wrong["heartbeat_fixes_task"]),
+        Mistake("srun ended the others at once here: --kill-on-bad-exit was "
+                "already on, so adding it changes nothing. What made srun act?",
+                wrong["kill_adds_option"]),
+        Mistake("'preemption' is in lines that any job may print (JAX's "
+                "preemption_notifier on SIGTERM, the coordination service's "
+                "advice): only Slurm says that a job was preempted",
+                wrong["word_preemption"]),
+        Mistake("a failed shutdown barrier aborts the processes too (exit code "
+                "134, 'Terminating process'): without 'heartbeat timeout' in the "
+                "log, no heartbeat ended this job", wrong["abort_is_heartbeat"]),
+        Mistake("OUT_OF_MEMORY is a state that names its ending by itself, as "
+                "TIMEOUT and PREEMPTED do: the log is read for FAILED alone",
+                wrong["memory_unread"]),
     ]

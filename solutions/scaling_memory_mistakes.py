@@ -89,6 +89,12 @@ def state_one_block(size, layout, data, model):
     return 4 * one // _shards(layout, data, model)
 
 
+def state_only_weights_split(size, layout, data, model):
+    """Split the parameters alone: their gradients and Adam's moments kept whole."""
+    return _weights_bytes(size) // _shards(layout, data, model) \
+        + 3 * _weights_bytes(size)
+
+
 def state_with_step_count(size, layout, data, model):
     """Add Adam's 4-byte step count, which the exercise leaves out."""
     return 4 * _weights_bytes(size) // _shards(layout, data, model) + 4
@@ -197,6 +203,12 @@ def memory_not_donated(step, params, opt_state, x, y):
     return {**found, "donated_peak": found["peak"]}
 
 
+def memory_donation_halves(step, params, opt_state, x, y):
+    """Take the donated peak as half the peak, without compiling the donating step."""
+    found, _ = _memory(step, params, opt_state, x, y)
+    return {**found, "donated_peak": found["peak"] // 2}
+
+
 def memory_run_donated(step, params, opt_state, x, y):
     """Run the donating step (deleting its arguments), then read its analysis."""
     found, _ = _memory(step, params, opt_state, x, y)
@@ -210,12 +222,15 @@ _POLICIES = ("no remat", "checkpoint_dots", "full remat")
 
 
 def _remat(size, batch, budget, mask=1, outputs=True, weights=0, order=_POLICIES,
-           layers=True, strict=False, zeros=4, inputs=0):
+           layers=True, strict=False, zeros=4, inputs=0, last_output=True,
+           hidden=None, dots=4):
     rows = batch * (size.layers if layers else 1)
-    base = rows * size.width * 4 * outputs + weights * scaling.param_count(size) \
-        + inputs * batch * size.width
-    kept = {"no remat": base + rows * size.hidden * (4 + zeros + mask),
-            "checkpoint_dots": base + rows * size.hidden * 4, "full remat": base}
+    hidden = size.hidden if hidden is None else hidden
+    kept_outputs = rows - (0 if last_output else batch)
+    base = kept_outputs * size.width * 4 * outputs \
+        + weights * scaling.param_count(size) + inputs * batch * size.width
+    kept = {"no remat": base + rows * hidden * (4 + zeros + mask),
+            "checkpoint_dots": base + rows * hidden * dots, "full remat": base}
     fits = (lambda n: n < budget) if strict else (lambda n: n <= budget)
     return next((name for name in order if fits(kept[name])), None)
 
@@ -273,6 +288,31 @@ def remat_one_block(size, batch, budget_bytes):
     return _remat(size, batch, budget_bytes, layers=False)
 
 
+def remat_without_last_output(size, batch, budget_bytes):
+    """Keep L - 1 block outputs (the next blocks' inputs), not the last one's."""
+    return _remat(size, batch, budget_bytes, last_output=False)
+
+
+def remat_full_when_none_fits(size, batch, budget_bytes):
+    """Fall back to full remat when no policy fits, not None."""
+    return _remat(size, batch, budget_bytes) or "full remat"
+
+
+def remat_one_example(size, batch, budget_bytes):
+    """Count one example's residuals, not the batch's."""
+    return _remat(size, 1, budget_bytes)
+
+
+def remat_hidden_as_width(size, batch, budget_bytes):
+    """Take relu's arrays as (batch, d), not (batch, 4d)."""
+    return _remat(size, batch, budget_bytes, hidden=size.width)
+
+
+def remat_dots_keep_mask(size, batch, budget_bytes):
+    """Let checkpoint_dots keep relu's mask too: 5 bytes per hidden unit."""
+    return _remat(size, batch, budget_bytes, dots=5)
+
+
 # ---- the tables ------------------------------------------------------------
 
 STATE_MISTAKES = [
@@ -310,6 +350,9 @@ STATE_MISTAKES = [
     Mistake("4 bytes too many: Adam's step count is left out here, as the "
             "text says; count the four copies of the weights alone",
             state_with_step_count, cases=ON_RANDOM),
+    Mistake("only the parameters were divided: a weight's gradient and its "
+            "two moments have its shape, and a layout cuts them into the "
+            "same pieces", state_only_weights_split, cases=ON_RANDOM),
 ]
 
 MEMORY_MISTAKES = [
@@ -346,6 +389,9 @@ MEMORY_MISTAKES = [
             memory_donated_shifted),
     Mistake("the donated peak is that of the same program: compile a second "
             "one with donate_argnums", memory_not_donated),
+    Mistake("the donated peak is XLA's figure for another program, not a "
+            "fraction of the first one's: compile the donating step and read "
+            "its own analysis", memory_donation_halves),
     Mistake("the donated step was run: in a notebook the arrays it was "
             "given are now deleted. Compiling is enough: memory_analysis() "
             "needs no run", memory_run_donated, cases=(-1,)),
@@ -382,4 +428,17 @@ REMAT_MISTAKES = [
     Mistake("every block keeps its own residuals: multiply one block's "
             "bytes by the number of layers", remat_one_block,
             cases=ON_RANDOM),
+    Mistake("the last block's output is kept too, though no block follows "
+            "it: the loss's backward pass needs it. Every block's output "
+            "counts", remat_without_last_output, cases=ON_RANDOM),
+    Mistake("when not even full remat fits, no policy does: the answer is "
+            "None", remat_full_when_none_fits, cases=ON_RANDOM),
+    Mistake("every example of the batch keeps its own residuals: the bytes "
+            "grow with the batch", remat_one_example, cases=ON_RANDOM),
+    Mistake("relu acts on the hidden layer, which is 4d wide, not d: its "
+            "arrays are (batch, hidden)", remat_hidden_as_width,
+            cases=ON_RANDOM),
+    Mistake("checkpoint_dots keeps what the matrix products return, and "
+            "nothing else: relu's mask is recomputed from it, cheaply",
+            remat_dots_keep_mask, cases=ON_RANDOM),
 ]

@@ -267,6 +267,14 @@ register(
                     "before the MLP", wrong.count_one_norm_per_block),
             Mistake("LLaMA's projections have no biases: only the weight matrices",
                     wrong.count_projection_biases),
+            Mistake("a key or value head is as wide as a query head, head_dim "
+                    "(d / heads), not d", wrong.count_kv_heads_d_wide),
+            Mistake("the output projection takes in every query head's output: "
+                    "it is as wide as the queries, not as the keys and values",
+                    wrong.count_output_as_narrow_as_kv),
+            Mistake("grouped-query attention keeps the heads' width: the keys are "
+                    "kv_heads heads of head_dim each, not d cut into kv_heads "
+                    "pieces", wrong.count_kv_width_d_over_kv),
         ],
     ),
     Exercise(
@@ -319,6 +327,18 @@ register(
                     wrong.bytes_master_by_size, cases=ON_RANDOM),
             Mistake("the total counts every part: the master copy too",
                     wrong.bytes_total_without_master),
+            Mistake("without a separate master copy the weights themselves are "
+                    "what is stored: between steps there is always one copy of "
+                    "the weights, besides Adam's moments",
+                    wrong.bytes_stored_master_and_adam),
+            Mistake("the gradients are alive during the step (made by the "
+                    "backward pass, read by the update): the total counts them",
+                    wrong.bytes_total_without_grads),
+            Mistake("'weights' is the copy the step computes with, in its dtype; "
+                    "the stored dtype is the master copy's",
+                    wrong.bytes_weights_in_store_dtype),
+            Mistake("'stored' is not one more array: it is the part of the total "
+                    "that lives between steps", wrong.bytes_total_with_stored),
         ],
     ),
     Exercise(
@@ -368,6 +388,9 @@ register(
             Mistake("'dots' keeps each block's input too (to recompute the norms "
                     "from), besides the products' outputs",
                     wrong.activations_dots_without_input),
+            Mistake("'dots' keeps both of SwiGLU's hidden-wide products, the "
+                    "gate's and the up projection's",
+                    wrong.activations_dots_one_hidden),
         ],
     ),
     Exercise(
@@ -417,6 +440,11 @@ register(
             Mistake("per token, each of attention's products is 2 · seq FLOPs per "
                     "query dimension: seq × seq is the whole sequence's",
                     wrong.flops_attention_seq_squared),
+            Mistake("the embedding is a lookup, not a matrix product: its table "
+                    "costs no FLOPs", wrong.flops_with_embedding),
+            Mistake("a training step is 6 FLOPs per weight (2 forward, 4 "
+                    "backward), not 8: remat's second forward pass is not asked "
+                    "for", wrong.flops_eight_per_weight_only),
         ],
     ),
     Exercise(
@@ -471,6 +499,9 @@ register(
             Mistake("take the fewest micro-batches that fit: more only run the "
                     "step in smaller, slower pieces", wrong.micro_most,
                     cases=ON_RANDOM),
+            Mistake("the micro-batches run one after another: only one "
+                    "micro-batch's activations are alive at a time",
+                    wrong.micro_whole_batch, cases=ON_RANDOM),
         ],
     ),
     Exercise(
@@ -574,6 +605,16 @@ register(
             Mistake("compare the bubble exactly: rounded to a whole percent, "
                     "a bubble of 10.4 % passes a target of 10 %",
                     wrong.bubble_rounded, cases=ON_RANDOM),
+            Mistake("floating point decided: where the bubble is exactly the "
+                    "target, 100 / percent is a hair off and ceil takes one more; "
+                    "compare in whole numbers", wrong.bubble_float_ceil,
+                    cases=ON_RANDOM),
+            Mistake("rounded down, the bubble is still above the target: take the "
+                    "smallest m whose bubble is within it", wrong.bubble_rounded_down,
+                    cases=ON_RANDOM),
+            Mistake("m micro-batches take m + p - 1 ticks, not m + p: count them "
+                    "on the chapter's GPipe schedule", wrong.bubble_over_m_plus_p,
+                    cases=ON_RANDOM),
         ],
     ),
     Exercise(
@@ -620,6 +661,10 @@ register(
             Mistake("one stage behind: stage 1 already splits the optimizer's state "
                     "(master and moments), 2 the gradients, 3 the weights",
                     wrong.zero_stage_behind, cases=STAGE_2),
+            Mistake("LLaMA-3's output layer is a table of its own (untied): count "
+                    "both vocab × d tables", wrong.zero_tied_tables),
+            Mistake("these are gigabytes: the answer is in bytes",
+                    wrong.zero_in_gigabytes),
         ],
     ),
     Exercise(

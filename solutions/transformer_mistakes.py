@@ -91,6 +91,25 @@ def count_projection_biases(cfg, tied=False):
     return _count(cfg, tied) + cfg.layers * biases
 
 
+def count_kv_heads_d_wide(cfg, tied=False):
+    """Make each key/value head d wide, not head_dim: kv_heads · d columns."""
+    d = cfg.d_model
+    return _count(cfg, tied) + cfg.layers * 2 * d * cfg.kv_heads * (d - cfg.head_dim)
+
+
+def count_output_as_narrow_as_kv(cfg, tied=False):
+    """Make the output projection kv_heads · head_dim × d, as narrow as the keys."""
+    d, h = cfg.d_model, cfg.head_dim
+    return _count(cfg, tied) - cfg.layers * d * (cfg.heads - cfg.kv_heads) * h
+
+
+def count_kv_width_d_over_kv(cfg, tied=False):
+    """Take the key/value width as d / kv_heads, not kv_heads · head_dim."""
+    d = cfg.d_model
+    return _count(cfg, tied) + cfg.layers * 2 * d * (
+        d // cfg.kv_heads - cfg.kv_heads * cfg.head_dim)
+
+
 # ---- bytes_per_param -------------------------------------------------------
 
 
@@ -184,6 +203,37 @@ def bytes_total_without_master(precision):
     return _row(c, _master(precision), c, 2 * m, s + 2 * m) | {"total": 2 * c + 2 * m}
 
 
+def _bytes(precision):
+    """Give what the slips below depart from, as :func:`_row` takes it."""
+    c, s, m = (_size(precision.compute), _size(precision.store),
+               _size(precision.moments))
+    return c, _master(precision), c, 2 * m, s + 2 * m
+
+
+def bytes_stored_master_and_adam(precision):
+    """Take "stored" as the master copy and Adam's moments: 0 master, no weights."""
+    weights, master, grads, adam, _ = _bytes(precision)
+    return _row(weights, master, grads, adam, master + adam)
+
+
+def bytes_total_without_grads(precision):
+    """Leave the gradients out of the total."""
+    row = _row(*_bytes(precision))
+    return row | {"total": row["total"] - row["grads"]}
+
+
+def bytes_weights_in_store_dtype(precision):
+    """Read "weights" in the stored dtype, not the dtype the step computes in."""
+    _, master, grads, adam, stored = _bytes(precision)
+    return _row(_size(precision.store), master, grads, adam, stored)
+
+
+def bytes_total_with_stored(precision):
+    """Add the stored bytes into the total, as if another array."""
+    row = _row(*_bytes(precision))
+    return row | {"total": row["total"] + row["stored"]}
+
+
 # ---- activation_bytes_per_token ---------------------------------------------
 
 
@@ -260,6 +310,14 @@ def activations_dots_without_input(cfg, remat, precision):
         _itemsize(precision)
 
 
+def activations_dots_one_hidden(cfg, remat, precision):
+    """Keep one hidden-wide product under "dots" (the gate), not two."""
+    if remat != "dots":
+        return _activations(cfg, remat, precision)
+    return _activations(cfg, remat, precision) - cfg.layers * cfg.hidden * \
+        _itemsize(precision)
+
+
 # ---- flops_per_token ---------------------------------------------------------
 
 
@@ -312,6 +370,17 @@ def flops_attention_forward_only(cfg, seq):
 def flops_attention_seq_squared(cfg, seq):
     """Attention's seq × seq products taken per token: per token they grow with seq."""
     return 6.0 * transformer.matmul_params(cfg) + _attention(cfg, seq) * seq
+
+
+def flops_with_embedding(cfg, seq):
+    """Count 6 FLOPs per weight of the embedding table too: it is a lookup."""
+    return (6.0 * (transformer.matmul_params(cfg) + cfg.vocab * cfg.d_model)
+            + _attention(cfg, seq))
+
+
+def flops_eight_per_weight_only(cfg, seq):
+    """8 FLOPs per weight (full remat's second forward pass), attention left at 12."""
+    return 8.0 * transformer.matmul_params(cfg) + _attention(cfg, seq)
 
 
 # ---- micro_batches ------------------------------------------------------------
@@ -398,6 +467,13 @@ def micro_most(batch, seq, activation_bytes, state_bytes, budget_bytes):
     fits = [m for m in range(1, batch + 1) if batch % m == 0
             and state_bytes + batch // m * seq * activation_bytes <= budget_bytes]
     return fits[-1] if fits else None
+
+
+def micro_whole_batch(batch, seq, activation_bytes, state_bytes, budget_bytes):
+    """Keep every micro-batch's activations alive at once: 1 if all fit, else None."""
+    if state_bytes + batch * seq * activation_bytes <= budget_bytes:
+        return 1
+    return None
 
 
 # ---- tp_specs ---------------------------------------------------------------
@@ -563,6 +639,24 @@ def bubble_rounded(stages, percent):
     return m
 
 
+def bubble_float_ceil(stages, percent):
+    """Solve for m in floating point: ceil((p - 1)(100 / percent - 1)), at least 1."""
+    return max(1, math.ceil((stages - 1) * (100 / percent - 1)))
+
+
+def bubble_rounded_down(stages, percent):
+    """Solve for m and round down: (p - 1)(100 - percent) // percent, at least 1."""
+    return max(1, (stages - 1) * (100 - percent) // percent)
+
+
+def bubble_over_m_plus_p(stages, percent):
+    """Bubble taken as (p - 1) / (m + p): one tick too many, m from 1."""
+    m = 1
+    while 100 * (stages - 1) > percent * (m + stages):
+        m += 1
+    return m
+
+
 # ---- zero_bytes_per_device --------------------------------------------------
 
 
@@ -628,6 +722,24 @@ def zero_stored_only(cfg, stage, devices, precision):
     """Count what is stored between steps, split: the peak of a step holds more."""
     per = transformer.bytes_per_param(precision)
     return float(per["stored"] * transformer.param_count(cfg) / devices)
+
+
+def zero_tied_tables(cfg, stage, devices, precision):
+    """Count the parameters as if the embeddings were tied: one vocab × d table."""
+    untied = transformer.param_count(cfg)
+    return _zero_stages(cfg, stage, devices, precision) * (
+        untied - cfg.vocab * cfg.d_model) / untied
+
+
+def zero_in_gigabytes(cfg, stage, devices, precision):
+    """Return gigabytes (1e9 bytes), as the chapter's table prints them."""
+    return _zero_stages(cfg, stage, devices, precision) / 1e9
+
+
+def _zero_stages(cfg, stage, devices, precision):
+    """Give what the slips above depart from."""
+    return _zero(cfg, devices, precision, {"master": True, "adam": True,
+                                           "grads": stage >= 2, "weights": stage >= 3})
 
 
 # ---- pick_mesh -----------------------------------------------------------------

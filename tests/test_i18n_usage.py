@@ -46,6 +46,8 @@ WHOLE_WORDS = [
     ("调用函数", "呼叫函式"),
     ("这只有训练状态", "這只有訓練狀態"),                      # 只 is "only", not 隻
     ("最多只能相差一条", "最多只能相差一條"),
+    ("在 `chips` 块 `hw` 型号的 GPU 上", "在 `chips` 張 `hw` 型號的 GPU 上"),  # measure
+    ("各块被发给了上一个设备", "各塊被發給了上一個裝置"),  # 發 (send), not 髮 (hair)
 ]
 
 
@@ -110,7 +112,7 @@ PLANTED_HANT = [
     # Conversion damage (issue 54, item 3): bits, inference, "passes", an operator.
     ("它的 8 位尾數", "位尾數"), ("推理時的快取", "推理"),
     ("兩個測試都透過了", "透過了"), ("也能透過檢查", "透過檢查"),
-    ("Megatron-LM 的「f」運算元", "」運算元"),
+    ("Megatron-LM 的「f」運算元", "」運算元"), ("把一塊髮給裝置 0", "髮給"),
     # The explorers' and the panel's terms against the chapters' (item 5).
     ("編譯出的集合通訊", "集合通訊"), ("每個 token 的位元組", "token"),
     ("畫出 roofline 圖", "roofline"),

@@ -225,10 +225,13 @@ def through_words(text: str, table: list[tuple[str, str]], convert) -> str:
 
 #: Measure words: the mainland counts GPUs and chips with 块, Taiwan a GPU
 #: with 張 (a card) and a chip with 顆. A pattern, since the count comes
-#: between the words (8 块 H100, 每块芯片, 全部四块 GPU).
+#: between the words (8 块 H100, 每块芯片, 全部四块 GPU, `chips` 块 `hw` 型号的
+#: GPU); applied to the whole converted text, code spans included in the
+#: match but never changed.
 MEASURE_WORDS = (
-    (re.compile(r"塊(\s*(?:`[^`\n]*`\s*)?(?:GPU|[ABHV]\d{2,3}|顯示卡))"), r"張\1"),
-    (re.compile(r"塊(\s*(?:晶片|TPU))"), r"顆\1"),
+    (re.compile(r"塊(\s*(?:`[^`\n]*`\s*)?(?:型號的\s*)?(?:GPU|[ABHV]\d{2,3}|顯示卡))"),
+     r"張\1"),
+    (re.compile(r"塊(\s*(?:`[^`\n]*`\s*)?(?:晶片|TPU))"), r"顆\1"),
 )
 
 
@@ -249,8 +252,8 @@ def to_hant(text: str) -> str:
             out.append(part)
             continue
         s2twp = opencc_converter("s2twp", "the zh-Hant edition")
-        converted = through_words(part, table, s2twp.convert)
-        for pattern, measure in MEASURE_WORDS:
-            converted = pattern.sub(measure, converted)
-        out.append(converted)
-    return "".join(out)
+        out.append(through_words(part, table, s2twp.convert))
+    converted = "".join(out)
+    for pattern, measure in MEASURE_WORDS:
+        converted = pattern.sub(measure, converted)
+    return converted

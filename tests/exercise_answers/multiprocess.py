@@ -318,6 +318,30 @@ def records_legacy_random_state(seed, epoch, step, num_records, batch_size, rows
     return perm[step * batch_size:(step + 1) * batch_size][rows]
 
 
+def records_one_based_step(seed, epoch, step, num_records, batch_size, rows):
+    perm = np.random.default_rng([seed, epoch]).permutation(num_records)
+    first = (step + 1) * batch_size  # step 1 is the first batch
+    return perm[first:first + batch_size][rows]
+
+
+def records_shuffle_the_batch(seed, epoch, step, num_records, batch_size, rows):
+    rng = np.random.default_rng([seed, epoch])
+    batch = np.arange(num_records)[step * batch_size:(step + 1) * batch_size]
+    return rng.permutation(batch)[rows]
+
+
+def records_by_local_share(seed, epoch, step, num_records, batch_size, rows):
+    perm = np.random.default_rng([seed, epoch]).permutation(num_records)
+    mine = np.arange(batch_size)[rows]  # this process's positions in a batch
+    return perm[step * len(mine) + mine]
+
+
+def records_fresh_order_each_step(seed, epoch, step, num_records, batch_size,
+                                  rows):
+    rng = np.random.default_rng([seed, epoch, step])
+    return rng.permutation(num_records)[:batch_size][rows]
+
+
 def records_generator_pcg64(seed, epoch, step, num_records, batch_size,
                             rows):  # correct
     rng = np.random.Generator(np.random.PCG64([seed, epoch]))
@@ -513,6 +537,54 @@ def job_barrier_means_steps(log, sacct):
 def job_failed_means_heartbeat(log, sacct):
     state = sacct.split()[2]
     return _BY_STATE.get(state, ("heartbeat timeout", "add --kill-on-bad-exit=1"))
+
+
+def job_heartbeat_fix_the_task(log, sacct):
+    ending, fix = job_with_a_table(log, sacct)
+    if ending == "heartbeat timeout":
+        fix = "fix the failing task"  # the crash is what needs fixing
+    return ending, fix
+
+
+def job_kill_asks_for_the_option(log, sacct):
+    ending, fix = job_with_a_table(log, sacct)
+    if ending == "kill-on-bad-exit":
+        fix = "add --kill-on-bad-exit=1"
+    return ending, fix
+
+
+def job_preemption_anywhere(log, sacct):
+    if "preemption" in log.lower():
+        return "preemption", _REQUEUE
+    return job_with_a_table(log, sacct)
+
+
+def job_exit_code_any_state(log, sacct):
+    if "Exited with exit code" in log:
+        return "kill-on-bad-exit", "fix the failing task"
+    return job_with_a_table(log, sacct)
+
+
+def job_cancelled_but_not_preempted(log, sacct):
+    if "CANCELLED" in log and "DUE TO PREEMPTION" not in log:
+        return "time limit", _LATER
+    return job_with_a_table(log, sacct)
+
+
+def job_abort_is_heartbeat(log, sacct):
+    state = sacct.split()[2]
+    if state in _BY_STATE:
+        return _BY_STATE[state]
+    if sacct.split()[3].startswith("134"):  # JAX aborted: the heartbeat
+        return "heartbeat timeout", "add --kill-on-bad-exit=1"
+    return "kill-on-bad-exit", "fix the failing task"
+
+
+def job_memory_as_failed(log, sacct):
+    state = sacct.split()[2]
+    if state in ("TIMEOUT", "PREEMPTED"):
+        return _BY_STATE[state]
+    return _failed(log)
 
 
 def job_with_a_table(log, sacct):  # correct

@@ -69,6 +69,13 @@ def state_hybrid_by_model(size, layout, data, model):
     return 16 * scaling.param_count(size) // pieces
 
 
+def state_params_split_only(size, layout, data, model):  # grads, moments whole
+    pieces = {"data parallel": 1, "FSDP": data, "tensor parallel": model,
+              "FSDP + TP": data * model}[layout]
+    weights = scaling.param_count(size) * 4
+    return weights / pieces + 2 * weights + weights
+
+
 def state_from_module(size, layout, data, model):  # correct: the chapter's formula
     return scaling.state_bytes(size, layout, data, model)["total"]
 
@@ -158,6 +165,13 @@ def memory_arguments_are_the_state(step, params, opt_state, x, y):
     plain, donated = _analyses(step, params, opt_state, x, y)
     return {"state": plain.argument_size_in_bytes, "peak": plain.peak_memory_in_bytes,
             "donated_peak": donated.peak_memory_in_bytes}
+
+
+def memory_half_when_donated(step, params, opt_state, x, y):  # a guess, not read
+    plain, _ = _analyses(step, params, opt_state, x, y)
+    state = sum(a.nbytes for a in jax.tree.leaves([params, opt_state]))
+    return {"state": state, "peak": plain.peak_memory_in_bytes,
+            "donated_peak": plain.peak_memory_in_bytes / 2}
 
 
 def memory_run_donated(step, params, opt_state, x, y):  # correct: runs it too
@@ -250,6 +264,46 @@ def remat_fixed_thresholds(size, batch, budget_bytes):  # fits the shown size on
     if budget_bytes >= 10e6:
         return "checkpoint_dots"
     return "full remat" if budget_bytes >= 2e6 else None
+
+
+def remat_inputs_of_next_blocks(size, batch, budget_bytes):  # L - 1 outputs
+    outputs = (size.layers - 1) * batch * size.width * 4
+    for name, per_hidden in (("no remat", 9), ("checkpoint_dots", 4),
+                             ("full remat", 0)):
+        if outputs + _kept(size, batch, per_hidden, per_width=0) <= budget_bytes:
+            return name
+    return None
+
+
+def remat_never_none(size, batch, budget_bytes):  # full remat as the last resort
+    for name, per_hidden in (("no remat", 9), ("checkpoint_dots", 4)):
+        if _kept(size, batch, per_hidden) <= budget_bytes:
+            return name
+    return "full remat"
+
+
+def remat_per_example(size, batch, budget_bytes):  # the batch left out
+    for name, per_hidden in (("no remat", 9), ("checkpoint_dots", 4),
+                             ("full remat", 0)):
+        if _kept(size, 1, per_hidden) <= budget_bytes:
+            return name
+    return None
+
+
+def remat_relu_width_d(size, batch, budget_bytes):  # relu's arrays (batch, d)
+    for name, per_width in (("no remat", 13), ("checkpoint_dots", 8),
+                            ("full remat", 4)):
+        if _kept(size, batch, 0, per_width=per_width) <= budget_bytes:
+            return name
+    return None
+
+
+def remat_dots_and_mask(size, batch, budget_bytes):  # dots keeps the mask too
+    for name, per_hidden in (("no remat", 9), ("checkpoint_dots", 5),
+                             ("full remat", 0)):
+        if _kept(size, batch, per_hidden) <= budget_bytes:
+            return name
+    return None
 
 
 def remat_formula(size, batch, budget_bytes):  # correct

@@ -632,3 +632,101 @@ def mesh_fallback_full_tp(cfg, hw, chips, tokens, seq):
 def mesh_any_tp_dividing_chips(cfg, hw, chips, tokens, seq):  # tp of 3 or 6
     return next(_meshes(cfg, hw, chips, tokens, seq, chips > hw.node_chips,
                         tps=range(1, 9)), None)
+
+
+# -- issue #51: what blind answers wrote, each named
+
+
+def count_kv_d_per_head(cfg, tied=False):  # each key/value head d wide
+    d = cfg.d_model
+    block = 2 * d * d + 2 * d * (cfg.kv_heads * d) + 3 * d * cfg.hidden + 2 * d
+    return cfg.layers * block + d + cfg.vocab * d * (1 if tied else 2)
+
+
+def count_wo_like_kv(cfg, tied=False):  # wo as narrow as the keys
+    d, kv = cfg.d_model, cfg.kv_heads * cfg.head_dim
+    block = d * d + d * kv + 2 * d * kv + 3 * d * cfg.hidden + 2 * d
+    return cfg.layers * block + d + cfg.vocab * d * (1 if tied else 2)
+
+
+def count_kv_split_d(cfg, tied=False):  # keys d / kv_heads wide
+    d = cfg.d_model
+    block = 2 * d * d + 2 * d * (d // cfg.kv_heads) + 3 * d * cfg.hidden + 2 * d
+    return cfg.layers * block + d + cfg.vocab * d * (1 if tied else 2)
+
+
+def _bytes_row(precision, weights=None):
+    c, s, m = _b(precision.compute), _b(precision.store), _b(precision.moments)
+    master = s if jnp.dtype(precision.store) != jnp.dtype(precision.compute) else 0
+    w = c if weights is None else weights
+    return {"weights": w, "master": master, "grads": c, "adam": 2 * m,
+            "total": w + master + c + 2 * m, "stored": s + 2 * m}
+
+
+def bytes_stored_from_master(precision):  # stored = master + moments
+    row = _bytes_row(precision)
+    return row | {"stored": row["master"] + row["adam"]}
+
+
+def bytes_total_no_grads(precision):
+    row = _bytes_row(precision)
+    return row | {"total": row["total"] - row["grads"]}
+
+
+def bytes_weights_as_stored(precision):  # weights in the stored dtype
+    return _bytes_row(precision, weights=_b(precision.store))
+
+
+def bytes_total_of_everything(precision):  # stored added to the total
+    row = _bytes_row(precision)
+    return row | {"total": row["total"] + row["stored"]}
+
+
+def act_dots_gate_only(cfg, remat, precision):  # one hidden-wide product
+    size = 4 if precision == "float32" else 2
+    d, kv = cfg.d_model, cfg.kv_heads * cfg.head_dim
+    kept = {"full": d, "names": 2 * d + cfg.hidden,
+            "dots": 3 * d + 2 * kv + cfg.hidden}[remat]
+    return cfg.layers * kept * size
+
+
+def flops_embedding_too(cfg, seq):  # the lookup counted as a product
+    return transformer.flops_per_token(cfg, seq)["total"] + 6 * cfg.vocab * cfg.d_model
+
+
+def flops_eight_remat(cfg, seq):  # 8 per weight, attention as usual
+    d, h = cfg.d_model, cfg.head_dim
+    weights = cfg.layers * (2 * d * cfg.heads * h + 2 * d * cfg.kv_heads * h
+                            + 3 * d * cfg.hidden) + d * cfg.vocab
+    return 8.0 * weights + 12.0 * cfg.layers * seq * cfg.heads * h
+
+
+def micro_all_at_once(batch, seq, activation_bytes, state_bytes, budget_bytes):
+    whole = state_bytes + batch * seq * activation_bytes
+    return 1 if whole <= budget_bytes else None
+
+
+def bubble_ceil_of_float(stages, percent):  # (p - 1)(100 / percent - 1), floats
+    return max(1, math.ceil((stages - 1) * (100 / percent - 1)))
+
+
+def bubble_floor(stages, percent):  # rounded down
+    return max(1, (stages - 1) * (100 - percent) // percent)
+
+
+def bubble_m_plus_p(stages, percent):  # (p - 1) / (m + p)
+    m = 1
+    while (stages - 1) / (m + stages) > percent / 100:
+        m += 1
+    return m
+
+
+def zero_tied(cfg, stage, devices, precision):  # one vocab table
+    per = transformer.bytes_per_param(precision)
+    n = transformer.param_count(cfg) - cfg.vocab * cfg.d_model
+    split = {"master": 1, "adam": 1, "grads": stage >= 2, "weights": stage >= 3}
+    return sum(per[k] * n / (devices if split[k] else 1) for k in split)
+
+
+def zero_gb(cfg, stage, devices, precision):  # as the chapter's table prints
+    return zero_from_library(cfg, stage, devices, precision) / 1e9
