@@ -134,15 +134,92 @@ def test_bandwidth_per_mesh_axis() -> None:
     # A torus axis that wraps around: two links, one each way round; a line: one.
     assert scaling.axis_bandwidth(v5p) == 2 * v5p.link_bandwidth == 180e9
     assert scaling.axis_bandwidth(v5e, wraparound=False) == v5e.link_bandwidth
-    # NVSwitch: all of a GPU's links inside a node; its network card between nodes.
+    # The scaling book: a v5e axis wraps only over the full 16 chips of its pod.
+    assert scaling.axis_bandwidth(v5e, chips=8) == 45e9
+    assert scaling.axis_bandwidth(v5e, chips=16) == 90e9
+    # A v5p cube's axes of 4 wrap; a mesh axis over 2 or 3 of them adds their links.
+    assert scaling.axis_bandwidth(v5p, chips=4) == 180e9
+    assert scaling.axis_bandwidth(v5p, chips=16, axes=2) == 360e9
+    assert scaling.axis_bandwidth(v5p, chips=64, axes=3) == 540e9
+    assert scaling.axis_bandwidth(v5p, chips=2) == 90e9
+    # NVSwitch: all of a GPU's links inside a node. Across nodes: the node's
+    # egress, one card per GPU of the axis in the node, at most NVLink's.
     assert scaling.axis_bandwidth(h100) == 18 * 25e9
-    assert scaling.axis_bandwidth(h100, across_nodes=True) == 50e9
+    assert scaling.axis_bandwidth(h100, across_nodes=True) == 8 * 50e9
+    assert scaling.axis_bandwidth(h100, across_nodes=True, per_node=1) == 50e9
+    assert scaling.axis_bandwidth(h100, across_nodes=True, per_node=16) == 450e9
     with pytest.raises(ValueError, match="no network"):
         scaling.axis_bandwidth(v5e, across_nodes=True)
-    big = Size(8192, 32)
+    with pytest.raises(ValueError, match="at least 1"):
+        scaling.axis_bandwidth(h100, across_nodes=True, per_node=0)
+    # A mesh: "model" inside the node, "data" with node / model GPUs a node.
+    assert scaling.mesh_bandwidths(h100, 64, 1, across_nodes=True) == {
+        "data": 400e9, "model": 450e9}
+    assert scaling.mesh_bandwidths(h100, 8, 8, across_nodes=True)["data"] == 50e9
+    assert scaling.mesh_bandwidths(h100, 16, 4, across_nodes=True)["data"] == 100e9
+    assert scaling.mesh_bandwidths(h100, 4, 16)["model"] == 400e9  # TP over 2 nodes
+    assert scaling.mesh_bandwidths(v5p, 16, 4, data_axes=2) == {"data": 360e9,
+                                                                "model": 180e9}
+
+
+def test_across_nodes_fsdp_pays_the_nodes_egress() -> None:
+    h100, big = scaling.HARDWARE["H100 SXM"], Size(8192, 32)
     inside = scaling.critical_batch(big, "FSDP", h100, 8)
-    across = scaling.critical_batch(big, "FSDP", h100, 8, across_nodes=True)
-    assert np.isclose(across / inside, 9)
+    across = scaling.critical_batch(big, "FSDP", h100, 64, across_nodes=True)
+    # 450 against 400 GB/s, a ring of 8 against one of 64.
+    assert np.isclose(across / inside, 450 / 400 * (63 / 64) / (7 / 8))
+    # The scaling book's H100 figures without the rings' (n - 1) / n: C / W,
+    # 2,200 inside a node and 2,475 across nodes (with its 990 TFLOP/s).
+    for across_nodes, chips, book in ((False, 8, 2200), (True, 1024, 2475)):
+        value = scaling.critical_batch(big, "FSDP", h100, chips,
+                                       across_nodes=across_nodes, exact_rings=False)
+        assert np.isclose(value, h100.flops / (990e12 / book), rtol=1e-9)
+    # Its Pop Quiz 3: 8-way tensor parallelism inside each node leaves the
+    # gather across nodes as long as pure FSDP's, up to the rings' (n - 1) / n.
+    fsdp = scaling.step_time(big, "FSDP", 64 * 4096, h100, 64, 1, across_nodes=True)
+    mixed = scaling.step_time(big, "FSDP + TP", 64 * 4096, h100, 8, 8,
+                              across_nodes=True)
+    gather = {name: scaling.phase_bytes(big, layout, 64 * 4096, d, m)["forward"]["data"]
+              / scaling.mesh_bandwidths(h100, d, m, across_nodes=True)["data"]
+              for name, layout, d, m in (("fsdp", "FSDP", 64, 1),
+                                         ("mixed", "FSDP + TP", 8, 8))}
+    assert np.isclose(gather["mixed"] / gather["fsdp"], (7 / 8) / (63 / 64))
+    # So across nodes, TP adds its all-reduces and lowers nothing.
+    assert mixed["forward_communication"] > gather["mixed"]
+    assert scaling.critical_batch(big, "FSDP + TP", h100, 8, 8, across_nodes=True) > \
+        across
+    assert fsdp["step"] > 0
+
+
+def test_random_axes_in_every_regime() -> None:
+    """Random meshes across nodes and on tori: β and FSDP's batch as the book says."""
+    rng = np.random.default_rng(56)
+    h100, a100 = scaling.HARDWARE["H100 SXM"], scaling.HARDWARE["A100 SXM 80GB"]
+    v5e, v5p = scaling.HARDWARE["TPU v5e"], scaling.HARDWARE["TPU v5p"]
+    for _ in range(24):
+        size = Size(int(rng.integers(1, 17)) * 512, int(rng.integers(1, 49)))
+        # GPUs: nodes of 8, a "model" axis of 1 to 8 inside each, 2 to 64 nodes.
+        hw = (h100, a100)[int(rng.integers(2))]
+        model = int(rng.choice((1, 2, 4, 8)))
+        nodes = int(rng.choice((2, 3, 8, 64)))
+        data = nodes * 8 // model
+        beta = min(8 // model * hw.network_bandwidth, hw.links * hw.link_bandwidth)
+        got = scaling.mesh_bandwidths(hw, data, model, across_nodes=True)
+        assert got == {"data": beta, "model": hw.links * hw.link_bandwidth}
+        fsdp = scaling.critical_batch(size, "FSDP", hw, data, 1, across_nodes=True,
+                                      node_chips=8 // model)
+        assert np.isclose(fsdp, hw.flops / beta * (data - 1) / data)
+        # TPUs: an axis of n chips over k physical axes wraps when n is a
+        # multiple of wrap_at ** k (v5e: 16; v5p: whole cubes of 4).
+        tpu = (v5e, v5p)[int(rng.integers(2))]
+        k = int(rng.integers(1, tpu.axes + 1))
+        side = int(rng.choice((2, 4, 8, 16)))
+        n = side ** k
+        closes = side % tpu.wrap_at == 0
+        beta = k * tpu.link_bandwidth * (2 if closes else 1)
+        assert scaling.axis_bandwidth(tpu, chips=n, axes=k) == beta
+        fsdp = scaling.critical_batch(size, "FSDP", tpu, n, data_axes=k)
+        assert np.isclose(fsdp, tpu.flops / beta * (n - 1) / n)
 
 
 def test_the_scaling_books_figures() -> None:
@@ -155,13 +232,14 @@ def test_the_scaling_books_figures() -> None:
     assert np.isclose(three, 850)
     # Mixed FSDP + model parallelism (FSDP over 2 axes, TP over 1): down to
     # 2 * 2550**2 / F per chip, F = 30,000 (LLaMA-3 70B's, as the book rounds it).
+    # The book's figures take every axis of a pod, which wraps around.
     best, (data, model) = scaling.best_fsdp_tp(Size(7500, 4), v5p, 6144, data_axes=2,
-                                               exact_rings=False)
+                                               exact_rings=False, wraparound=True)
     assert abs(best / (2 * 2550**2 / 30_000) - 1) < 0.01 and model == 6
     # Its example: F = 32,768 on 64 chips, X = 32 (FSDP, 2 axes) by Y = 2, is
     # just compute-bound at a global batch of about 48,000 (the book: X = 31.7).
     per_chip = scaling.critical_batch(Size(8192, 4), "FSDP + TP", v5p, 32, 2,
-                                      data_axes=2, exact_rings=False)
+                                      data_axes=2, exact_rings=False, wraparound=True)
     assert abs(per_chip * 64 / 48_000 - 1) < 0.01
 
 

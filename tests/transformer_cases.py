@@ -257,6 +257,45 @@ def test_the_fsdp_critical_batch_is_the_chips_flops_per_byte() -> None:
     assert t["step"] == pytest.approx(t["compute"])
 
 
+def test_time_and_critical_batch_are_priced_per_micro_batch() -> None:
+    """FSDP gathers the weights again for each micro-batch: m cost m times one."""
+    rng = np.random.default_rng(56)
+    cfg, seq = transformer.LLAMA3_70B, 8192
+    h100, v5p = HARDWARE["H100 SXM"], HARDWARE["TPU v5p"]
+    for _ in range(8):
+        micro = int(rng.choice((1, 2, 8, 64)))
+        layout, (data, model) = [("FSDP", (64, 1)), ("FSDP + TP", (8, 8)),
+                                 ("TP + SP", (8, 8))][int(rng.integers(3))]
+        tokens = float(micro * data * seq * int(rng.integers(1, 5)))
+        whole = transformer.step_time(cfg, layout, tokens, h100, seq, data, model,
+                                      across_nodes=True, micro=micro)
+        one = transformer.step_time(cfg, layout, tokens / micro, h100, seq, data, model,
+                                    across_nodes=True)
+        for key, value in one.items():
+            assert whole[key] == pytest.approx(micro * value, rel=1e-12)
+    with pytest.raises(ValueError, match="micro-batches"):
+        transformer.step_time(cfg, "FSDP", 1.0, h100, seq, 8, micro=0)
+    # The plan of chapter 7: across 8 nodes FSDP shares each node's 8 cards
+    # (400 GB/s a GPU) and needs fewer tokens per GPU than FSDP + TP 8 x 8,
+    # whose rings hold one GPU a node (50 GB/s).
+    fsdp = transformer.critical_batch(cfg, "FSDP", h100, seq, 64, across_nodes=True)
+    mixed = transformer.critical_batch(cfg, "FSDP + TP", h100, seq, 8, 8,
+                                       across_nodes=True)
+    assert 2_000 < fsdp < 2_475 < mixed
+    # FSDP + TP's micro-batch of one sequence per data group is 1,024 tokens a
+    # GPU, below its critical batch: the step waits on the network.
+    t = transformer.step_time(cfg, "FSDP + TP", 4 * 2**20, h100, seq, 8, 8,
+                              across_nodes=True, micro=64)
+    assert t["step"] > 1.5 * t["compute"]
+    # On a v5p cube: FSDP over its three axes (540 GB/s), meshes of whole axes.
+    cube = transformer.critical_batch(cfg, "FSDP", v5p, seq, 64, data_axes=3)
+    line = transformer.critical_batch(cfg, "FSDP", v5p, seq, 64, data_axes=3,
+                                      wraparound=False)
+    assert cube < 850 and line == pytest.approx(2 * cube)
+    assert transformer.critical_batch(cfg, "FSDP + TP", v5p, seq, 16, 4,
+                                      data_axes=2) < cube
+
+
 def test_llama3_8b_compiles_from_shapes_for_8_devices() -> None:
     cfg = transformer.LLAMA3_8B
     started = time.perf_counter()

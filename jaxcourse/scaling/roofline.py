@@ -15,6 +15,21 @@ uses at once. A ring that closes (wraparound, or a switch) sends half of its
 pieces each way round, over two links; a line without wraparound forwards
 every piece the same way, over one (the scaling book's convention; see
 ``book/references.md``).
+
+Which axes wrap around is the scaling book's rule (*How to Think About TPUs*):
+a TPU v5e or v6e axis only when it spans a full 16 chips of the pod, a v5p
+axis when it is a multiple of 4 (whole 4 × 4 × 4 cubes, joined by optical
+switches). Between GPU nodes, a collective is priced by the node's egress as
+the scaling book's GPU chapter does (*How to Think About GPUs*, "Rooflines
+for LLM Scaling on GPUs": ``W_collective`` is the GPU's NVLink egress inside a
+node, the node's network egress, 8 cards of 50 GB/s for 8 H100s, across
+nodes). Per chip, an axis that crosses nodes gets one network card for each
+of its chips inside a node, at most the chip's own NVLink bandwidth: 400 GB/s
+when the axis takes whole nodes (FSDP over all the GPUs), 50 GB/s when each
+node holds one chip of its ring (FSDP beside 8-way tensor parallelism inside
+the node). The book's Pop Quiz 3 says the same from the node's side: the
+rings of an outer axis share the node's egress, so an 8-way inner axis makes
+the outer gather's pieces 8 times smaller and leaves its time as it was.
 """
 
 from __future__ import annotations
@@ -27,8 +42,8 @@ from .layouts import check_layout
 from .model import Size, param_count
 
 __all__ = ["HARDWARE", "Hardware", "axis_bandwidth", "best_fsdp_tp",
-           "compute_bound_above", "critical_batch", "phase_bytes", "step_flops",
-           "step_time"]
+           "compute_bound_above", "critical_batch", "mesh_bandwidths", "phase_bytes",
+           "step_flops", "step_time"]
 
 
 class Hardware(NamedTuple):
@@ -53,8 +68,8 @@ class Hardware(NamedTuple):
     axes : int
         The interconnect's mesh axes (a TPU torus: 2 or 3); 1 for a switch.
     wraparound : bool
-        Whether a mesh axis closes into a ring, so that a collective uses both
-        directions (a TPU axis of a full pod does; an 8-chip slice does not).
+        Whether an axis of a full pod closes into a ring, so that a collective
+        uses both directions: the default when an axis's length is not given.
     switch : bool
         The chips meet in a switch (NVLink's NVSwitch): a collective along any
         axis uses all of a chip's links.
@@ -62,6 +77,11 @@ class Hardware(NamedTuple):
         Chips per node behind one switch; 0 when the interconnect is one torus.
     network_bandwidth : float
         Between nodes: bytes/s one way per chip (one network card per GPU).
+    wrap_at : int
+        A torus axis wraps around when its length is a multiple of this
+        (the scaling book: 16 on a v5e, the full axis of its pod; 4 on a
+        v5p, whose cubes of 4 × 4 × 4 close their axes by optical switches);
+        0 for a switch.
     """
 
     name: str
@@ -76,11 +96,12 @@ class Hardware(NamedTuple):
     switch: bool = False
     node_chips: int = 0
     network_bandwidth: float = 0.0
+    wrap_at: int = 0
 
 
 #: Real chips (dense bf16 peak; see ``book/references.md``). The TPUs' link
-#: figures are the scaling book's, one way per link; their axes wrap around,
-#: as a full pod's do.
+#: figures are the scaling book's, one way per link; a full pod's axes wrap
+#: around, a shorter axis only as ``wrap_at`` says.
 HARDWARE: dict[str, Hardware] = {
     "H100 SXM": Hardware(
         "H100 SXM", 989e12, 80e9, 3.35e12, 25e9,
@@ -98,17 +119,18 @@ HARDWARE: dict[str, Hardware] = {
         "TPU v5e", 197e12, 16e9, 819e9, 45e9,
         "Google Cloud TPU v5e: 197 TFLOP/s bf16, 16 GB HBM2 at 819 GB/s; ICI 4 "
         "links of 45 GB/s each way (the scaling book), a 2-D torus (16 × 16 pod)",
-        links=4, axes=2, wraparound=True),
+        links=4, axes=2, wraparound=True, wrap_at=16),
     "TPU v5p": Hardware(
         "TPU v5p", 459e12, 95e9, 2.765e12, 90e9,
         "Google Cloud TPU v5p: 459 TFLOP/s bf16, 95 GB HBM2e at 2,765 GB/s; ICI 6 "
         "links of 90 GB/s each way (the scaling book), a 3-D torus",
-        links=6, axes=3, wraparound=True),
+        links=6, axes=3, wraparound=True, wrap_at=4),
 }
 
 
 def axis_bandwidth(hw: Hardware, across_nodes: bool = False,
-                   wraparound: bool | None = None) -> float:
+                   wraparound: bool | None = None, chips: int | None = None,
+                   per_node: int | None = None, axes: int = 1) -> float:
     """Return the bytes/s one chip sends in a ring collective along one mesh axis.
 
     Parameters
@@ -116,24 +138,79 @@ def axis_bandwidth(hw: Hardware, across_nodes: bool = False,
     hw : Hardware
         The chip.
     across_nodes : bool
-        The axis spans nodes (GPUs): each chip's network card sets the pace.
+        The axis spans nodes (GPUs): the network cards set the pace.
     wraparound : bool or None
-        For a torus, override ``hw.wraparound`` (an 8-chip slice has none).
+        For a torus, say whether the axis closes into a ring; ``None``: from
+        its length (``chips``) and ``hw.wrap_at``, or, without a length, as
+        a full pod's axis (``hw.wraparound``).
+    chips : int or None
+        The axis's length in chips, for a torus.
+    per_node : int or None
+        Across nodes: the chips of this axis inside one node; ``None`` for
+        whole nodes (``hw.node_chips``).
+    axes : int
+        The torus's physical axes the mesh axis is laid over, each
+        ``chips ** (1 / axes)`` long (64 chips over the 3 axes of a v5p
+        cube: 4 each); each adds its own links. The axis wraps around when
+        ``chips`` is a multiple of ``hw.wrap_at ** axes``. A v5p slice
+        smaller than a cube (``2x2x4``) has no wraparound at all: say
+        ``wraparound=False``.
 
     Returns
     -------
     float
-        A switch: all of a chip's links; a torus axis that wraps around: its two
-        links along the axis, one each way round; a line: one link.
+        A switch inside a node: all of a chip's links. Across nodes: one
+        network card per chip of the axis in a node, capped at the chip's
+        links (the node's egress shared by its chips on the axis, as the
+        scaling book prices it). A torus axis that wraps around: two links
+        per physical axis, one each way round; a line: one.
+
+    Raises
+    ------
+    ValueError
+        If a torus is asked across nodes.
     """
     if across_nodes:
         if not hw.network_bandwidth:
             raise ValueError(f"{hw.name} has no network between nodes in this table")
-        return hw.network_bandwidth
+        cards = hw.node_chips if per_node is None else per_node
+        if cards < 1:
+            raise ValueError(f"an axis across nodes has at least 1 chip per node, "
+                             f"not {cards}")
+        return min(cards * hw.network_bandwidth, hw.links * hw.link_bandwidth)
     if hw.switch:
         return hw.links * hw.link_bandwidth
-    closes = hw.wraparound if wraparound is None else wraparound
-    return hw.link_bandwidth * (2 if closes else 1)
+    closes = wraparound
+    if closes is None and chips is not None:
+        # Each of its physical axes wraps when a multiple of wrap_at long: for
+        # equal axes, when the length is a multiple of wrap_at ** axes.
+        closes = bool(hw.wrap_at) and chips % hw.wrap_at ** axes == 0
+    if closes is None:
+        closes = hw.wraparound
+    return axes * hw.link_bandwidth * (2 if closes else 1)
+
+
+def mesh_bandwidths(hw: Hardware, data: int = 1, model: int = 1,
+                    across_nodes: bool = False, wraparound: bool | None = None,
+                    data_axes: int = 1, model_axes: int = 1,
+                    node_chips: int | None = None) -> dict[str, float]:
+    """Return β along each axis of a ``data × model`` mesh, bytes/s per chip.
+
+    On GPUs the ``"model"`` axis takes the innermost chips, inside a node:
+    a node of ``node_chips`` chips of the mesh (``hw.node_chips`` unless
+    said) holds ``node_chips / model`` chips of each ``"data"`` ring, whose
+    network cards that ring uses when ``across_nodes``; a ``"model"`` axis
+    longer than the node crosses nodes too. On a torus each axis's length
+    says whether it wraps around (:func:`axis_bandwidth`).
+    """
+    if hw.switch:
+        node = (hw.node_chips or model) if node_chips is None else node_chips
+        return {"data": axis_bandwidth(hw, across_nodes,
+                                       per_node=max(1, node // model)),
+                "model": axis_bandwidth(hw, model > node,
+                                        per_node=max(1, min(node, model)))}
+    return {"data": axis_bandwidth(hw, False, wraparound, data, axes=data_axes),
+            "model": axis_bandwidth(hw, False, wraparound, model, axes=model_axes)}
 
 
 def step_flops(size: Size, batch: int) -> float:
@@ -203,18 +280,11 @@ def phase_bytes(size: Size, layout: str, batch: int, data: int = 1, model: int =
     return out
 
 
-def _bandwidths(hw: Hardware, across_nodes: bool, wraparound: bool | None,
-                data_axes: int, model_axes: int) -> dict[str, float]:
-    # The model axis stays inside a node; the data axis crosses nodes when
-    # asked. An axis laid over k mesh axes of a torus has k times the links.
-    return {"data": data_axes * axis_bandwidth(hw, across_nodes, wraparound),
-            "model": model_axes * axis_bandwidth(hw, False, wraparound)}
-
-
 def step_time(size: Size, layout: str, batch: int, hw: Hardware, data: int = 1,
               model: int = 1, itemsize: int = 2, across_nodes: bool = False,
               wraparound: bool | None = None, data_axes: int = 1, model_axes: int = 1,
-              exact_rings: bool = True) -> dict[str, float]:
+              exact_rings: bool = True, node_chips: int | None = None
+              ) -> dict[str, float]:
     """Return the roofline estimate of one step, per chip, in seconds.
 
     Each pass's communication can hide only behind that pass's own FLOPs (a
@@ -231,13 +301,19 @@ def step_time(size: Size, layout: str, batch: int, hw: Hardware, data: int = 1,
     hw : Hardware
         The chip.
     across_nodes : bool
-        The ``"data"`` axis spans nodes (GPUs); ``"model"`` stays inside one.
+        The ``"data"`` axis spans nodes (GPUs), with ``node_chips / model``
+        of its chips in each (:func:`mesh_bandwidths`); ``"model"`` stays
+        inside one node unless it is longer.
     wraparound : bool or None
-        For a torus, override whether the axes wrap around.
+        For a torus, override whether the axes wrap around (by default each
+        axis's length decides, :func:`axis_bandwidth`).
     data_axes, model_axes : int
-        How many of the torus's mesh axes each logical axis is laid over.
+        How many of the torus's physical axes each mesh axis is laid over.
     exact_rings : bool
         See :func:`phase_bytes`.
+    node_chips : int or None
+        GPUs of the mesh in one node, when fewer than ``hw.node_chips`` (1:
+        each node holds one chip of the ``"data"`` axis).
 
     Returns
     -------
@@ -248,7 +324,8 @@ def step_time(size: Size, layout: str, batch: int, hw: Hardware, data: int = 1,
     chips = data * model
     flops = step_flops(size, batch) / chips / hw.flops
     compute = {"forward": flops / 3, "backward": 2 * flops / 3}
-    beta = _bandwidths(hw, across_nodes, wraparound, data_axes, model_axes)
+    beta = mesh_bandwidths(hw, data, model, across_nodes, wraparound, data_axes,
+                           model_axes, node_chips)
     sent = phase_bytes(size, layout, batch, data, model, itemsize, exact_rings)
     result = {}
     for phase in ("forward", "backward"):
@@ -266,7 +343,8 @@ def step_time(size: Size, layout: str, batch: int, hw: Hardware, data: int = 1,
 def critical_batch(size: Size, layout: str, hw: Hardware, data: int = 1,
                    model: int = 1, itemsize: int = 2, across_nodes: bool = False,
                    wraparound: bool | None = None, data_axes: int = 1,
-                   model_axes: int = 1, exact_rings: bool = True) -> float:
+                   model_axes: int = 1, exact_rings: bool = True,
+                   node_chips: int | None = None) -> float:
     """Return the batch **per chip** above which every pass is compute-bound.
 
     In each pass the FLOPs grow with the batch, and so do tensor parallelism's
@@ -274,11 +352,11 @@ def critical_batch(size: Size, layout: str, hw: Hardware, data: int = 1,
     is ``a + c B`` against compute time ``k B``, so the pass is compute-bound
     above ``B = a / (k - c)``. The result is the largest over the two passes,
     divided by the number of chips. ``0`` means compute-bound at every batch,
-    ``inf`` never.
+    ``inf`` never. The parameters are :func:`step_time`'s.
     """
     probe = float(max(data, 1) * 1024)
     times = [step_time(size, layout, b, hw, data, model, itemsize, across_nodes,
-                       wraparound, data_axes, model_axes, exact_rings)
+                       wraparound, data_axes, model_axes, exact_rings, node_chips)
              for b in (probe, 2 * probe)]
     return compute_bound_above(times, probe) / (data * model)
 
@@ -308,12 +386,13 @@ def compute_bound_above(times: Sequence[dict[str, float]], probe: float) -> floa
 
 def best_fsdp_tp(size: Size, hw: Hardware, chips: int, itemsize: int = 2,
                  across_nodes: bool = False, wraparound: bool | None = None,
-                 data_axes: int = 1, model_axes: int = 1, exact_rings: bool = True
-                 ) -> tuple[float, tuple[int, int]]:
+                 data_axes: int = 1, model_axes: int = 1, exact_rings: bool = True,
+                 node_chips: int | None = None) -> tuple[float, tuple[int, int]]:
     """Return FSDP + TP's smallest critical batch per chip over ``data × model`` meshes.
 
     Every factorisation of ``chips`` with both sides at least 2 is tried; on a
-    GPU cluster the ``"model"`` axis must fit in a node. FSDP moves weights,
+    GPU cluster the ``"model"`` axis must fit in a node (of ``node_chips``
+    chips of the mesh, when given). FSDP moves weights,
     whose bytes shrink as ``model`` grows; tensor parallelism moves
     activations, whose bytes shrink as ``data`` grows: the optimum lies
     between (the scaling book's "mixed FSDP and model parallelism").
@@ -327,12 +406,13 @@ def best_fsdp_tp(size: Size, hw: Hardware, chips: int, itemsize: int = 2,
         mesh is ever compute-bound.
     """
     best = (float("inf"), (chips, 1))
+    node = hw.node_chips if node_chips is None else node_chips
     for model in range(2, chips // 2 + 1):
-        if chips % model or (hw.node_chips and model > hw.node_chips):
+        if chips % model or (hw.node_chips and model > node):
             continue
         value = critical_batch(size, "FSDP + TP", hw, chips // model, model, itemsize,
                                across_nodes, wraparound, data_axes, model_axes,
-                               exact_rings)
+                               exact_rings, node_chips)
         if value < best[0]:
             best = (value, (chips // model, model))
     return best

@@ -1,11 +1,13 @@
 """Planning a real run: the roofline, critical batches, and compiling from shapes.
 
 The hardware and the bandwidth of a mesh axis are chapter 6's
-(:data:`jaxcourse.scaling.HARDWARE`, :func:`jaxcourse.scaling.axis_bandwidth`,
+(:data:`jaxcourse.scaling.HARDWARE`, :func:`jaxcourse.scaling.mesh_bandwidths`:
+the node's egress across GPU nodes, wraparound only where a TPU axis has it;
 :func:`jaxcourse.scaling.ring_bytes`). :func:`phase_bytes` and
 :func:`step_time` price a transformer's step under FSDP, tensor parallelism
-or both; :func:`critical_batch` gives the tokens per chip above which the
-step is compute-bound. :func:`compile_step` compiles a real-shaped training
+or both, in micro-batches that each gather the weights again;
+:func:`critical_batch` gives the tokens per chip in one micro-batch above
+which the step is compute-bound. :func:`compile_step` compiles a real-shaped training
 step from ``jax.ShapeDtypeStruct`` alone (nothing allocated) and
 :func:`compile_report` reads its memory and collectives;
 :func:`compile_in_subprocess` does it in a fresh Python started with as many
@@ -34,14 +36,14 @@ from jaxcourse.scaling.communication import collective_summary, compiled_collect
 from jaxcourse.scaling.memory import compiled_memory
 from jaxcourse.scaling.roofline import (
     Hardware,
-    axis_bandwidth,
     compute_bound_above,
+    mesh_bandwidths,
     ring_bytes,
 )
 
 from .config import LLAMA3_8B, LLAMA3_70B, Config, flops_per_token, param_count
 from .layouts import DATA, MODEL, batch_spec, layout_switches, sharded_step, spec_tree
-from .memory import state_bytes
+from .memory import residuals_per_token, state_bytes
 from .training import init_state
 
 __all__ = ["CONFIGS", "compile_in_subprocess", "compile_report", "compile_step",
@@ -83,64 +85,90 @@ def phase_bytes(cfg: Config, layout: str, tokens: float, data: int = 1, model: i
 
 def step_time(cfg: Config, layout: str, tokens: float, hw: Hardware, seq: int,
               data: int = 1, model: int = 1, itemsize: int = 2,
-              across_nodes: bool = False) -> dict[str, float]:
+              across_nodes: bool = False, micro: int = 1, data_axes: int = 1,
+              model_axes: int = 1, wraparound: bool | None = None
+              ) -> dict[str, float]:
     """Return the roofline estimate of one step per chip, in seconds.
 
     The FLOPs are :func:`~.config.flops_per_token` times ``tokens``, split
     evenly over the chips, a third forward and two thirds backward; each
     pass's communication hides only behind its own FLOPs, as chapter 6's
-    roofline says. The ``"data"`` axis crosses nodes when ``across_nodes``;
-    ``"model"`` stays inside one.
+    roofline says. The step runs in ``micro`` micro-batches of ``tokens /
+    micro`` (gradient accumulation, :func:`~.training.make_grad_fn`): each
+    gathers the weights forward and backward and reduce-scatters its
+    gradients again (the course's accumulation adds gradients already
+    split), so the step is ``micro`` times one micro-batch's. The bandwidth
+    of each axis is :func:`jaxcourse.scaling.mesh_bandwidths`': the
+    ``"data"`` axis crosses nodes when ``across_nodes`` (a node's network
+    cards shared by its chips on that axis); on a TPU, ``data_axes`` and
+    ``model_axes`` are the physical axes each mesh axis is laid over, and
+    each axis's length says whether it wraps around.
     """
+    if micro < 1:
+        raise ValueError(f"micro-batches must be at least 1, not {micro}")
     chips = data * model
-    flops = flops_per_token(cfg, seq)["total"] * tokens / chips / hw.flops
-    beta = {"data": axis_bandwidth(hw, across_nodes), "model": axis_bandwidth(hw)}
-    sent = phase_bytes(cfg, layout, tokens, data, model, itemsize)
-    result: dict[str, float] = {"compute": flops}
+    part = tokens / micro
+    flops = flops_per_token(cfg, seq)["total"] * part / chips / hw.flops
+    beta = mesh_bandwidths(hw, data, model, across_nodes, wraparound, data_axes,
+                           model_axes)
+    sent = phase_bytes(cfg, layout, part, data, model, itemsize)
+    one: dict[str, float] = {"compute": flops}
     for phase, share in (("forward", 1 / 3), ("backward", 2 / 3)):
-        result[f"{phase}_compute"] = flops * share
-        result[f"{phase}_communication"] = sum(sent[phase][a] / beta[a] for a in beta)
-    result["communication"] = (result["forward_communication"]
-                               + result["backward_communication"])
-    result["step"] = sum(max(result[f"{p}_compute"], result[f"{p}_communication"])
-                         for p in ("forward", "backward"))
-    return result
+        one[f"{phase}_compute"] = flops * share
+        one[f"{phase}_communication"] = sum(sent[phase][a] / beta[a] for a in beta)
+    one["communication"] = one["forward_communication"] + one["backward_communication"]
+    one["step"] = sum(max(one[f"{p}_compute"], one[f"{p}_communication"])
+                      for p in ("forward", "backward"))
+    return {key: micro * value for key, value in one.items()}
 
 
 def critical_batch(cfg: Config, layout: str, hw: Hardware, seq: int, data: int = 1,
-                   model: int = 1, itemsize: int = 2, across_nodes: bool = False
-                   ) -> float:
+                   model: int = 1, itemsize: int = 2, across_nodes: bool = False,
+                   data_axes: int = 1, model_axes: int = 1,
+                   wraparound: bool | None = None) -> float:
     """Return the tokens **per chip** above which both passes are compute-bound.
 
-    Communication time is ``a + c · tokens`` (weights, then activations),
-    compute time ``k · tokens``: each pass is compute-bound above
-    ``a / (k - c)`` tokens; ``inf`` when the activations alone outrun the
-    FLOPs (``c >= k``).
+    The tokens are those between two gathers of the weights: one
+    micro-batch's under gradient accumulation, where FSDP gathers the
+    weights again for each micro-batch. Communication time is ``a + c ·
+    tokens`` (weights, then activations), compute time ``k · tokens``: each
+    pass is compute-bound above ``a / (k - c)`` tokens; ``inf`` when the
+    activations alone outrun the FLOPs (``c >= k``). The bandwidths are
+    :func:`step_time`'s.
     """
     probe = float(data * model * seq)
-    times = [step_time(cfg, layout, t, hw, seq, data, model, itemsize, across_nodes)
+    times = [step_time(cfg, layout, t, hw, seq, data, model, itemsize, across_nodes,
+                       1, data_axes, model_axes, wraparound)
              for t in (probe, 2 * probe)]
     return compute_bound_above(times, probe) / (data * model)
 
 
 def memory_plan(cfg: Config, layout: str, data: int, model: int, seq: int,
-                sequences: int = 1) -> dict[str, int]:
+                sequences: int = 1, remat: str = "full", loss_chunk: int = 0
+                ) -> dict[str, int]:
     """Return the chapter's plan of one device's memory for a mixed-precision step.
 
     ``state``: the stored state (:func:`~.memory.state_bytes`, 12 bytes a
     parameter, split by the layout); ``step``: the bfloat16 weights and
     gradients the step makes from it, a third of the state (4 of its 12
-    bytes); ``activations``: the residuals full remat keeps, one bfloat16
-    ``d``-vector per layer per token, for the ``sequences`` of ``seq`` tokens
-    each device computes, split over ``"model"`` where the layout splits the
-    sequence. ``total`` is their sum. It is a plan, not a compiler's figure:
-    what it leaves out (the logits, attention's scores, the compiler's own
-    temporaries) is what :mod:`jaxcourse.transformer.slice_plans` measures.
+    bytes); ``activations``: the residuals JAX lists under ``remat``
+    (:func:`~.memory.residuals_per_token`: the blocks' and the head's, whose
+    float32 log-softmax over the vocabulary is most of it under full remat),
+    for the ``sequences`` of ``seq`` tokens each device computes (with
+    ``loss_chunk``, the loss computed that many positions at a time, which
+    keeps no log-softmax); the blocks' part is split over ``"model"`` where
+    the layout splits the sequence.
+    ``total`` is their sum. It is a plan, not a compiler's figure: what it
+    leaves out (attention's scores inside one block's backward pass, the
+    compiler's own temporaries and choices) is what
+    :mod:`jaxcourse.transformer.slice_plans` measures.
     """
     state = state_bytes(cfg, layout, "mixed", data, model)["total"]
     step = state // 3
     split = model if layout_switches(layout).sp else 1
-    activations = cfg.layers * cfg.d_model * 2 * seq * sequences // split
+    kept = residuals_per_token(cfg, remat, "mixed", chunked_loss=bool(loss_chunk))
+    tokens = seq * sequences
+    activations = tokens * kept["blocks"] // split + tokens * kept["head"]
     return {"state": state, "step": step, "activations": activations,
             "total": state + step + activations}
 
