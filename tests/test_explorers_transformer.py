@@ -64,14 +64,15 @@ def test_the_report_is_the_librarys_formulas(choice: tuple) -> None:
     # Per micro-batch of tokens / micro; the network only between GPU nodes.
     tokens, itemsize = batch * seq / micro, np.dtype(p.compute).itemsize
     across = nodes > 1 and chip != "TPU v5p"
+    placement = tfx.torus_placement(chip, data, model)
     passes = transformer.phase_bytes(cfg, layout, tokens, data, model, itemsize)
     assert report["sent"] == pytest.approx(
         micro * sum(sum(axes.values()) for axes in passes.values()), rel=1e-12)
     one = transformer.step_time(cfg, layout, tokens, hw, seq, data, model, itemsize,
-                                across)
+                                across, **placement)
     assert report["time"]["step"] == pytest.approx(micro * one["step"], rel=1e-12)
     assert report["critical"] == transformer.critical_batch(
-        cfg, layout, hw, seq, data, model, itemsize, across)
+        cfg, layout, hw, seq, data, model, itemsize, across, **placement)
     sequences = batch // data // micro
     assert report["activations"] == sequences * tfx.activation_bytes_per_sequence(
         config, remat, seq, precision, model)
@@ -80,6 +81,22 @@ def test_the_report_is_the_librarys_formulas(choice: tuple) -> None:
                                 + report["activations"] + report["scores"])
     assert report["fits"] == (report["memory"] <= hw.hbm)
     assert f"{transformer.param_count(cfg):,}" in report["html"]
+
+
+def test_a_v5p_mesh_lies_on_whole_axes_and_wraps_only_in_whole_cubes() -> None:
+    # A 4 x 4 x 4 cube: axes of 4, 16 and 64 chips lie on 1, 2 and 3 axes of 4.
+    assert tfx.torus_placement("TPU v5p", 64, 1) == {
+        "data_axes": 3, "model_axes": 1, "wraparound": None}
+    assert tfx.torus_placement("TPU v5p", 16, 4) == {
+        "data_axes": 2, "model_axes": 1, "wraparound": None}
+    # Smaller than a cube: no wraparound at all (the scaling book).
+    assert tfx.torus_placement("TPU v5p", 8, 1)["wraparound"] is False
+    assert tfx.torus_placement("H100 SXM", 64, 1) == {}
+    # Across GPU nodes FSDP shares the node's cards: it needs the fewest tokens.
+    critical = {mesh: tfx.transformer_report("LLaMA-3 70B", "H100 SXM", 8, mesh,
+                                             "mixed", "full", 1, 64, 8192)["critical"]
+                for mesh in ("64×1", "16×4", "8×8")}
+    assert critical["64×1"] < critical["16×4"] < critical["8×8"]
 
 
 @pytest.mark.parametrize("choice", CHOICES, ids=lambda c: f"{c[0]}-{c[1]}-{c[3]}")

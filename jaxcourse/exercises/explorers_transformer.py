@@ -34,7 +34,10 @@ Where the figures come from:
   :func:`~jaxcourse.transformer.critical_batch`, priced per micro-batch:
   under FSDP each micro-batch gathers the weights and scatters their
   gradients again, so a step of ``m`` micro-batches is ``m`` steps of
-  ``tokens / m``.
+  ``tokens / m``. Across GPU nodes the ``"data"`` axis is priced by the
+  node's network egress shared by its GPUs on that axis, and on a TPU v5p
+  slice an axis wraps around only in whole cubes (:func:`torus_placement`),
+  as the scaling book says.
 
 The work is done by :func:`transformer_report`, a plain function; the widget
 only wires the controls to it, so tests drive it without a browser.
@@ -68,7 +71,7 @@ from .explorer_charts import beside, memory_chart, time_chart
 
 __all__ = ["CHIPS", "COMPILE_LAYERS", "CONFIGS", "TransformerExplorer",
            "activation_bytes_per_sequence", "gathered_bytes", "meshes", "node_chips",
-           "transformer_explorer", "transformer_report"]
+           "torus_placement", "transformer_explorer", "transformer_report"]
 
 #: LLaMA-3-shaped configs: the two published ones, and the same widths, heads
 #: and vocabulary with fewer blocks (few enough to compile here).
@@ -124,6 +127,27 @@ def meshes(chip: str, nodes: int) -> list[str]:
 
 def _itemsize(dtype: Any) -> int:
     return int(np.dtype(dtype).itemsize)
+
+
+def torus_placement(chip: str, data: int, model: int) -> dict[str, Any]:
+    """Return how a ``data × model`` mesh lies on a TPU slice, for the roofline.
+
+    The slice of ``data · model`` v5p chips is whole 4 × 4 × 4 cubes only
+    from 64 chips on; a smaller one has no wraparound at all (the scaling
+    book, *How to Think About TPUs*). A mesh axis whose length is a power of
+    4 is laid over that many physical axes of 4 (16: two, 64: three); any
+    other length is priced on one. GPUs: nothing to say (``{}``).
+    """
+    if HARDWARE[chip].switch:
+        return {}
+
+    def over(n: int) -> int:
+        k = round(math.log(n, 4)) if n > 1 else 1
+        return k if k >= 1 and 4 ** k == n else 1
+
+    whole_cubes = (data * model) % 64 == 0
+    return {"data_axes": over(data), "model_axes": over(model),
+            "wraparound": None if whole_cubes else False}
 
 
 def _layout(model: int) -> str:
@@ -338,11 +362,14 @@ def transformer_report(config: str, chip: str, nodes: int, mesh: str,
     axes = {axis: micro * sum(passes[phase][axis] for phase in passes)
             for axis in ("data", "model")}
     sent = axes["data"] + axes["model"]
+    # Across GPU nodes the "data" axis shares each node's network cards; on a
+    # TPU slice an axis wraps around only in whole cubes.
+    placement = torus_placement(chip, data, model)
     one = transformer.step_time(cfg, layout, tokens / micro, hw, seq, data, model,
-                                itemsize, across)
+                                itemsize, across, **placement)
     time = {key: micro * value for key, value in one.items()}
     critical = transformer.critical_batch(cfg, layout, hw, seq, data, model, itemsize,
-                                          across)
+                                          across, **placement)
     per_chip = tokens / micro / chips
     bound = ("bound_compute" if all(one[f"{p_}_compute"] >= one[f"{p_}_communication"]
                                     for p_ in ("forward", "backward"))
