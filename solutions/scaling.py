@@ -521,6 +521,8 @@ register(
         cases=[
             critical_case(H100, "data parallel", 8, 1),
             critical_case(V5E, "FSDP", 8, 1),
+            critical_case(V5E, "FSDP", 16, 1),
+            critical_case(H100, "FSDP", 64, 1, across=True),
             critical_case(H100, "FSDP + TP", 2, 4),
             Case("24 random layouts, meshes, models and chips; " + RANDOM,
                  critical_calls(), runner=each_call(), dtype="any",

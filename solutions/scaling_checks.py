@@ -443,26 +443,54 @@ def remat_choice(out: Any) -> Choice:
     return choice(out, REMAT_CHOICES, "REMAT_POLICIES (or None)")
 
 
+#: Published chips and the β one mesh axis of theirs sees (bytes/s per chip),
+#: in the regimes chapter 6 prices: a GPU node; an axis across nodes with 8,
+#: 4, 2 or 1 of its GPUs in each node (one network card per GPU of the axis
+#: in a node, the node's egress shared); TPU v5e axes of 8 (a line) and 16 (a
+#: ring); v5p axes of 4, 16 and 64 chips over 1, 2 and 3 axes of a cube, and
+#: a line of a slice smaller than a cube.
+NETWORK_REGIMES: tuple[tuple[str, float], ...] = (
+    *(("H100 SXM", scaling.axis_bandwidth(scaling.HARDWARE["H100 SXM"], across,
+                                          per_node=k))
+      for across, k in ((False, None), (True, 8), (True, 4), (True, 2), (True, 1))),
+    *(("A100 SXM 80GB", scaling.axis_bandwidth(scaling.HARDWARE["A100 SXM 80GB"],
+                                               across, per_node=k))
+      for across, k in ((False, None), (True, 8), (True, 1))),
+    *(("TPU v5e", scaling.axis_bandwidth(scaling.HARDWARE["TPU v5e"], chips=n))
+      for n in (8, 16)),
+    *(("TPU v5p", scaling.axis_bandwidth(scaling.HARDWARE["TPU v5p"], chips=n, axes=k))
+      for n, k in ((4, 1), (16, 2), (64, 3))),
+    ("TPU v5p", scaling.axis_bandwidth(scaling.HARDWARE["TPU v5p"], wraparound=False)),
+)
+
+
 def critical_calls(count: int = 24) -> Inputs:
     """Build inputs: random layouts, meshes, models and chips for critical_batch.
 
     The layouts take turns, each with a mesh it uses (data parallel and FSDP
     ``n × 1``, tensor parallel ``1 × n``, FSDP + TP both sides at least 2);
-    the chips' FLOP/s and bandwidths span today's accelerators, the numbers
-    are 2 or 4 bytes in turn. Where tensor parallelism takes part, the width
-    is drawn from half to twice the width at which its activations would use
-    all the FLOPs (``8 d = itemsize · α · (model - 1)``), below and above it in
-    turn, so that some cases are compute-bound at every batch and some at none.
+    every other case is a published chip in one of :data:`NETWORK_REGIMES`
+    (its FLOP/s and the β of an axis across nodes, of a v5e line or ring, of
+    a v5p cube's axes), the others draw FLOP/s and bandwidths across today's
+    accelerators; the numbers are 2 or 4 bytes in turn. Where tensor
+    parallelism takes part, the width is drawn from half to twice the width
+    at which its activations would use all the FLOPs (``8 d = itemsize · α ·
+    (model - 1)``), below and above it in turn, so that some cases are
+    compute-bound at every batch and some at none.
     """
     def make(rng: np.random.Generator, k: int) -> tuple:
         layout = scaling.LAYOUTS[k % len(scaling.LAYOUTS)]
-        n = int(rng.choice((2, 4, 8, 16, 32)))
+        n = int(rng.choice((2, 4, 8, 16, 32, 64)))
         data, model = {"data parallel": (n, 1), "FSDP": (n, 1),
                        "tensor parallel": (1, n),
                        "FSDP + TP": (int(rng.choice((2, 4, 8, 16))),
                                      int(rng.choice((2, 4, 8))))}[layout]
-        flops = float(f"{rng.uniform(1e14, 2e15):.3g}")
-        bandwidth = float(f"{rng.uniform(2e10, 9e11):.3g}")
+        if k % 2:
+            chip, bandwidth = NETWORK_REGIMES[int(rng.integers(len(NETWORK_REGIMES)))]
+            flops = scaling.HARDWARE[chip].flops
+        else:
+            flops = float(f"{rng.uniform(1e14, 2e15):.3g}")
+            bandwidth = float(f"{rng.uniform(2e10, 9e11):.3g}")
         # Every layout meets both sizes of number, and tensor parallelism's
         # widths fall below and above the balance in turn, with each size.
         itemsize = (2, 4)[k // 4 % 2]
@@ -578,13 +606,28 @@ def specs_case(size: scaling.Size, n: int) -> Case:
 
 
 def critical_case(hw: scaling.Hardware, layout: str, data: int, model: int,
-                   size: scaling.Size = BIG) -> Case:
-    """Return a critical_batch case: a layout on a mesh of a published chip."""
+                   size: scaling.Size = BIG, across: bool = False) -> Case:
+    """Return a critical_batch case: a layout on a mesh of a published chip.
+
+    β is :func:`jaxcourse.scaling.mesh_bandwidths`' for the mesh: inside a
+    node or across whole nodes (``across``) for GPUs, from the axis's length
+    on a TPU torus (a v5e axis of 8 is a line, of 16 a ring). The exercise
+    takes one β, so a 2-D mesh is shown only where both axes have the same.
+    """
+    beta = scaling.mesh_bandwidths(hw, data, model, across_nodes=across)
+    if data > 1 and model > 1 and beta["data"] != beta["model"]:
+        raise ValueError(f"{data} × {model} {hw.name} has two bandwidths: "
+                         f"{beta['data']:.3g} and {beta['model']:.3g}")
+    bandwidth = beta["data"] if data > 1 else beta["model"]
+    where = ("across whole nodes, the node's 8 network cards shared" if across
+             else "in one node" if hw.switch else
+             "one axis " + ("wrapping around" if bandwidth > hw.link_bandwidth
+                            else "without wraparound, a line"))
     # A few products and quotients of the inputs: an answer computed in
     # float32 (with jnp) rounds each input and every operation within u; in
     # float64, far less. The nearest wrong formulas are off by a third or more.
-    return Case(f"{layout} on {data} × {model} {hw.name} chips (β along one axis), "
+    return Case(f"{layout} on {data} × {model} {hw.name} chips ({where}: "
+                f"β = {bandwidth / 1e9:g} GB/s), "
                 f"Size(width={size.width}, layers={size.layers}), bfloat16",
-                numbers(layout, size, data, model, hw.flops,
-                         scaling.axis_bandwidth(hw), 2),
+                numbers(layout, size, data, model, hw.flops, bandwidth, 2),
                 dtype="any", rtol=2 * 12 * FLOAT32_ROUNDOFF)

@@ -155,7 +155,10 @@ def pipeline_micro_batches(stages: int, percent: int) -> int:
 
 def pick_mesh(cfg: Config, hw: Any, chips: int, tokens: float,
               seq: int) -> tuple[int, int] | None:
-    """Return the FSDP + TP mesh with the least TP whose step is compute-bound."""
+    """Return the FSDP + TP mesh with the least TP whose step is compute-bound.
+
+    ``tokens`` are those of one micro-batch, between two gathers of the weights.
+    """
     across = chips > hw.node_chips  # then the "data" axis spans nodes
     for tp in range(1, hw.node_chips + 1):
         if hw.node_chips % tp or chips % tp:
@@ -673,17 +676,19 @@ register(
         chapter=CHAPTER,
         reference=pick_mesh,
         cases=[
-            Case("LLaMA-3 8B on one node of 8 H100s, 4M tokens of 8192",
-                 numbers(LLAMA3_8B, HARDWARE["H100 SXM"], 8, 4_194_304.0, 8192),
+            Case("LLaMA-3 8B on one node of 8 H100s, a micro-batch of one "
+                 "sequence of 8192",
+                 numbers(LLAMA3_8B, HARDWARE["H100 SXM"], 8, 8_192.0, 8192),
                  extract=mesh_choice, dtype="any"),
-            Case("LLaMA-3 70B on 256 H100s, 4M tokens of 8192",
-                 numbers(LLAMA3_70B, HARDWARE["H100 SXM"], 256, 4_194_304.0, 8192),
-                 extract=mesh_choice, dtype="any"),
-            Case("LLaMA-3 70B on 512 H100s, 4M tokens of 8192",
-                 numbers(LLAMA3_70B, HARDWARE["H100 SXM"], 512, 4_194_304.0, 8192),
+            Case("LLaMA-3 70B on 8 nodes of H100s, a micro-batch of 64 sequences "
+                 "of 8192",
+                 numbers(LLAMA3_70B, HARDWARE["H100 SXM"], 64, 524_288.0, 8192),
                  extract=mesh_choice, dtype="any"),
             Case("LLaMA-3 70B on 1024 H100s, 4M tokens of 8192",
                  numbers(LLAMA3_70B, HARDWARE["H100 SXM"], 1024, 4_194_304.0, 8192),
+                 extract=mesh_choice, dtype="any"),
+            Case("LLaMA-3 70B on 1024 H100s, 2M tokens of 8192",
+                 numbers(LLAMA3_70B, HARDWARE["H100 SXM"], 1024, 2_097_152.0, 8192),
                  extract=mesh_choice, dtype="any"),
             Case("24 random configs, clusters and batches; " + RANDOM, mesh_calls(),
                  runner=each_call(mesh_choice), dtype="any"),

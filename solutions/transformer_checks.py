@@ -375,15 +375,23 @@ def mesh_calls(count: int = 24) -> Inputs:
     random ``tp`` (so that tensor parallelism of that size, or less, makes
     the step compute-bound), or (one case in four) below every mesh's, where
     the answer is ``None``. Every other cluster has a chip count with a
-    factor of 3 (3, 6 or 12 nodes...): a ``tp`` that divides the chips but
-    not a node's 8 GPUs would straddle nodes, and one case in four (where it
-    can) puts the batch where a ``tp`` of 3 would be the least that is
-    compute-bound, so that such a ``tp`` gives a wrong answer.
+    factor of 3 (6 GPUs of one node, one case in eight, or 3, 6 or 12
+    nodes...): a ``tp`` that
+    divides the chips but not a node's 8 GPUs would straddle nodes, and one
+    case in four (where it can) puts the batch where a ``tp`` of 3 would be
+    the least that is compute-bound, so that such a ``tp`` gives a wrong
+    answer. Priced as the scaling book prices the network (the node's egress
+    shared by the ``"data"`` axis's GPUs in it), tensor parallelism lowers
+    the critical batch inside one node only: that case is the node of 6.
     """
     from jaxcourse.scaling import HARDWARE
 
     def make(rng: np.random.Generator, k: int) -> tuple:
-        counts = (24, 48, 96, 384) if k // 2 % 2 else (8, 16, 32, 64, 256, 1024)
+        # One node (4 or 8 GPUs), 2 nodes, and many: the "data" axis then
+        # crosses nodes with 8, 4, 2 or 1 of its GPUs in each (tp 1 to 8). A
+        # node of 6 (k = 6, 14, 22) is where a tp of 3 can be the least.
+        counts = (((6,) if k % 8 == 6 else (24, 48, 96, 384)) if k // 2 % 2
+                  else (4, 8, 16, 32, 64, 256, 1024))
         while True:
             cfg, hw = random_config(rng), HARDWARE[GPUS[k % 2]]
             chips = int(rng.choice(counts))

@@ -624,9 +624,10 @@ def mesh_whole_batch(cfg, hw, chips, tokens, seq):  # tokens, not tokens per chi
     return None
 
 
-def mesh_fallback_full_tp(cfg, hw, chips, tokens, seq):
+def mesh_fallback_full_tp(cfg, hw, chips, tokens, seq):  # the most tp chips allow
     found = next(_meshes(cfg, hw, chips, tokens, seq, chips > hw.node_chips), None)
-    return found or (chips // 8, 8)
+    tp = math.gcd(hw.node_chips, chips)
+    return found or (chips // tp, tp)
 
 
 def mesh_any_tp_dividing_chips(cfg, hw, chips, tokens, seq):  # tp of 3 or 6
