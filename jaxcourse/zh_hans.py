@@ -68,6 +68,8 @@ from jaxcourse.cli import add_version
 __all__ = [
     "CJK",
     "CODE_REWRITES",
+    "EDITION_NOTE",
+    "MASTER_NOTE",
     "PAIRS",
     "STYLE_FILE",
     "TERMS_FILE",
@@ -130,6 +132,18 @@ TEXT_REWRITES: tuple[tuple[str, str], ...] = (
     # Whole names: "09_dp_zh" alone is the start of "09_dp_zh_hans".
     ("09_dp_zh.ipynb", "09_dp_zh_hans.ipynb"),
     ("09_dp_zh_exercises.ipynb", "09_dp_zh_hans_exercises.ipynb"),
+)
+#: The note at the end of the first cell of chapter 9's Traditional masters
+#: (the chapter and its exercises): what JupyterLab shows in Chinese. Their
+#: Simplified editions drop it for :data:`EDITION_NOTE`, which speaks of the
+#: Simplified pack.
+MASTER_NOTE = (
+    "\n\n> 本章以中文寫成，沒有英文版；簡體中文版由本頁自動產生。JupyterLab 本身的"
+    "介面預設是英文：課程的安裝指令碼已裝好兩個中文語言套件，但涵蓋的範圍不同："
+    "繁體中文套件（Settings → Language → 中文（繁體，臺灣））只翻譯了 JupyterLab "
+    "約 500 條介面文字，選擇它之後選單列仍是英文，選單也中英夾雜（例如「重新啟動"
+    "核心 and 執行所有儲存格」）；簡體中文套件（中文（簡體，中國））翻譯了約 2,100 "
+    "條，幾乎是全部。"
 )
 #: Appended to the first Markdown cell of each generated notebook.
 EDITION_NOTE = (
@@ -279,7 +293,11 @@ def convert_notebook(master: nbformat.NotebookNode,
             cell.source = _rewrite(convert_text(cell.source), TEXT_REWRITES)
             cell.pop("attachments", None)
     if nb.cells and nb.cells[0].cell_type == "markdown":
-        nb.cells[0].source += EDITION_NOTE
+        first = nb.cells[0].source
+        master_note = _rewrite(convert_text(MASTER_NOTE), TEXT_REWRITES)
+        if first.endswith(master_note):
+            first = first[:-len(master_note)]
+        nb.cells[0].source = first + EDITION_NOTE
     nb.metadata.pop("widgets", None)
     if previous is not None and "widgets" in previous.metadata:
         nb.metadata["widgets"] = copy.deepcopy(previous.metadata["widgets"])

@@ -267,3 +267,25 @@ def test_the_term_table_rewrites_the_taiwan_phrasings() -> None:
     assert zh_hans.convert_text("要替對映軸取一個名字") == "要给映射轴取一个名字"
     assert zh_hans.convert_text("在 2 核心的 CPU 上") == "在双核 CPU 上"
     assert zh_hans.convert_text("印出結果") == "打印出结果"
+
+
+def test_chapter_9s_first_cells_say_what_jupyterlab_shows_in_chinese() -> None:
+    # The Traditional masters (chapter 9 and its exercises) say how little of
+    # JupyterLab the Taiwan pack translates; their Simplified editions speak of
+    # the Simplified pack instead, never of themselves as generated twice.
+    from jaxcourse.i18n.editions import EDITION_NOTE
+
+    # The same counts as the English chapters' editions (checked there against
+    # the installed packs).
+    for count in ("約 500 條", "約 2,100 條"):
+        assert count in zh_hans.MASTER_NOTE and count in EDITION_NOTE["zh-Hant"]
+    masters = ("book/09_dp_zh.ipynb", "solutions/09_dp_zh_exercises.ipynb",
+               "exercises/09_dp_zh_exercises.ipynb")
+    editions = ("book/09_dp_zh_hans.ipynb", "solutions/09_dp_zh_hans_exercises.ipynb",
+                "exercises/09_dp_zh_hans_exercises.ipynb")
+    for master, edition in zip(masters, editions, strict=True):
+        first = nbformat.read(ROOT / master, as_version=4).cells[0].source
+        assert first.endswith(zh_hans.MASTER_NOTE), master
+        first = nbformat.read(ROOT / edition, as_version=4).cells[0].source
+        assert first.endswith(zh_hans.EDITION_NOTE), edition
+        assert "繁体中文套件" not in first and first.count("> ") == 1, edition
