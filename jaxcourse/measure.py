@@ -452,6 +452,11 @@ def measure_activations(step: dict[str, Any] | None = None,
             "planned": activation_predictions(step)}
 
 
+def load_activations(path: Path = ACTIVATIONS) -> dict[str, Any]:
+    """Return the stored activation compiles (:func:`measure_activations`' file)."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
 def activation_predictions(step: dict[str, Any]) -> dict[str, int | None]:
     """Return each policy's planned residual bytes per token (None: not planned)."""
     from jaxcourse.transformer import REMAT_POLICIES, residuals_per_token

@@ -70,3 +70,38 @@ def test_a_measurement_is_whole(path):
     # The same programs compiled ahead of time on a CPU host, for the same
     # chip, gave the same memory (or the same refusal).
     assert all(row["agrees"] for row in found["aot"]["step"].values())
+
+
+def test_the_chips_activation_compiles_are_stored_with_todays_plan():
+    # The step's gradient compiled by the TPU v5e's compiler at one and two
+    # sequences (python -m jaxcourse.measure --activations): the plan beside
+    # it must be today's formula, and the formula's list JAX's own.
+    stored = measure.load_activations()
+    assert stored["device_kind"] == "TPU v5 lite"
+    assert stored["versions"]["libtpu"]
+    assert stored["planned"] == measure.activation_predictions(stored["step_config"])
+    compiled = [r for r in stored["runs"] if "compiled" in r]
+    assert {(r["seq"], r["remat"]) for r in stored["runs"]} == {
+        (seq, remat) for seq in measure.ACTIVATION_SEQS for remat in REMAT_POLICIES}
+    for row in compiled:
+        planned = stored["planned"][row["remat"]]
+        if planned is not None:
+            assert row["listed"] == planned
+            # What the chapter states: the compiler's growth per token lies
+            # within a factor of 2 of the plan, either way.
+            assert 0.5 < row["compiled"] / planned < 2, row
+    # Without remat the 0.48B step's temporaries at 2,048 tokens pass the chip's HBM.
+    [refused] = [r for r in stored["runs"] if "refused" in r]
+    assert (refused["remat"], refused["seq"]) == ("none", 2048)
+    assert "RESOURCE_EXHAUSTED" in refused["refused"]
+
+
+def test_the_activation_program_runs_here():
+    # The same program on this CPU, at tiny sizes and one length: every
+    # policy compiled at one and two sequences, its list the plan's formula.
+    found = measure.measure_activations(measure._QUICK_STEP, (8,))
+    assert [r["remat"] for r in found["runs"]] == [*REMAT_POLICIES]
+    for row in found["runs"]:
+        assert row["compiled"] > 0 and row["listed"] > 0
+        if row["remat"] != "none":
+            assert row["listed"] == found["planned"][row["remat"]]
