@@ -727,6 +727,21 @@ register(
             Mistake("the 'data' axis leaves the node as soon as the chips fill "
                     "more than one node, however small fsdp is",
                     wrong.mesh_across_from_fsdp, cases=ON_RANDOM),
+            Mistake("the 'data' axis of an fsdp × tp mesh has fsdp chips, not all "
+                    "of them: that is what critical_batch's data is",
+                    wrong.mesh_data_is_chips, cases=ON_RANDOM),
+            Mistake("try every tp that divides a node, in order: between 1 and a "
+                    "whole node, 2 or 4 may be the least that is compute-bound",
+                    wrong.mesh_tp_one_or_node, cases=ON_RANDOM),
+            Mistake("the smallest critical batch is not what is asked: of the "
+                    "compute-bound meshes, the one with the fewest tp",
+                    wrong.mesh_smallest_critical, cases=ON_RANDOM),
+            Mistake("the critical batch is in tokens: compare the tokens per "
+                    "chip, not the sequences", wrong.mesh_sequences_per_chip,
+                    cases=ON_RANDOM),
+            Mistake("the mesh splits the weights over both axes: ask for the "
+                    "critical batch of 'FSDP + TP', not of plain FSDP",
+                    wrong.mesh_fsdp_layout, cases=ON_RANDOM),
         ],
     ),
 )

@@ -817,3 +817,52 @@ def mesh_across_from_fsdp(cfg, hw, chips, tokens, seq):
         if tokens / chips >= needed:
             return chips // tp, tp
     return None
+
+
+def _mesh_with(cfg, hw, chips, tokens, seq, tps=None, layout="FSDP + TP",
+               data=None, have=None):
+    """Try ``tps`` in order: the first mesh whose step is compute-bound, by a slip."""
+    across = chips > hw.node_chips
+    for tp in tps or range(1, hw.node_chips + 1):
+        if hw.node_chips % tp or chips % tp:
+            continue
+        fsdp = chips // tp
+        needed = transformer.critical_batch(cfg, layout, hw, seq,
+                                            fsdp if data is None else data, tp,
+                                            across_nodes=across)
+        if (tokens / chips if have is None else have) >= needed:
+            return fsdp, tp
+    return None
+
+
+def mesh_data_is_chips(cfg, hw, chips, tokens, seq):
+    """Give critical_batch every chip as the "data" axis, not chips // tp."""
+    return _mesh_with(cfg, hw, chips, tokens, seq, data=chips)
+
+
+def mesh_tp_one_or_node(cfg, hw, chips, tokens, seq):
+    """Try tp = 1 and a whole node only: the tps between are skipped."""
+    return _mesh_with(cfg, hw, chips, tokens, seq, tps=sorted({1, hw.node_chips}))
+
+
+def mesh_smallest_critical(cfg, hw, chips, tokens, seq):
+    """Take the compute-bound mesh of the smallest critical batch, not the least tp."""
+    best = None
+    for tp in range(1, hw.node_chips + 1):
+        if hw.node_chips % tp or chips % tp:
+            continue
+        needed = transformer.critical_batch(cfg, "FSDP + TP", hw, seq, chips // tp, tp,
+                                            across_nodes=chips > hw.node_chips)
+        if tokens / chips >= needed and (best is None or needed < best[0]):
+            best = needed, (chips // tp, tp)
+    return None if best is None else best[1]
+
+
+def mesh_sequences_per_chip(cfg, hw, chips, tokens, seq):
+    """Compare sequences per chip (tokens / chips / seq) with tokens per chip."""
+    return _mesh_with(cfg, hw, chips, tokens, seq, have=tokens / chips / seq)
+
+
+def mesh_fsdp_layout(cfg, hw, chips, tokens, seq):
+    """Ask critical_batch for plain FSDP's critical batch, not FSDP + TP's."""
+    return _mesh_with(cfg, hw, chips, tokens, seq, layout="FSDP")

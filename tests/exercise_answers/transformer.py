@@ -731,3 +731,52 @@ def zero_tied(cfg, stage, devices, precision):  # one vocab table
 
 def zero_gb(cfg, stage, devices, precision):  # as the chapter's table prints
     return zero_from_library(cfg, stage, devices, precision) / 1e9
+
+
+def mesh_all_chips_on_data(cfg, hw, chips, tokens, seq):  # data = every chip
+    for tp in (1, 2, 4, 8):
+        if hw.node_chips % tp or chips % tp:
+            continue
+        need = transformer.critical_batch(cfg, "FSDP + TP", hw, seq, chips, tp,
+                                          across_nodes=chips > hw.node_chips)
+        if tokens / chips >= need:
+            return chips // tp, tp
+    return None
+
+
+def mesh_one_or_whole_node(cfg, hw, chips, tokens, seq):  # the notebook's two tps
+    return next(_meshes(cfg, hw, chips, tokens, seq, chips > hw.node_chips,
+                        tps=(1, hw.node_chips)), None)
+
+
+def mesh_least_critical(cfg, hw, chips, tokens, seq):  # the smallest critical batch
+    options = []
+    for tp in range(1, hw.node_chips + 1):
+        if hw.node_chips % tp == 0 and chips % tp == 0:
+            need = transformer.critical_batch(cfg, "FSDP + TP", hw, seq, chips // tp,
+                                              tp, across_nodes=chips > hw.node_chips)
+            if tokens / chips >= need:
+                options.append((need, (chips // tp, tp)))
+    return min(options)[1] if options else None
+
+
+def mesh_sequences_not_tokens(cfg, hw, chips, tokens, seq):  # sequences per chip
+    for tp in (1, 2, 4, 8):
+        if hw.node_chips % tp or chips % tp:
+            continue
+        need = transformer.critical_batch(cfg, "FSDP + TP", hw, seq, chips // tp, tp,
+                                          across_nodes=chips > hw.node_chips)
+        if tokens / seq / chips >= need:
+            return chips // tp, tp
+    return None
+
+
+def mesh_fsdp_critical(cfg, hw, chips, tokens, seq):  # plain FSDP's critical batch
+    for tp in (1, 2, 4, 8):
+        if hw.node_chips % tp or chips % tp:
+            continue
+        need = transformer.critical_batch(cfg, "FSDP", hw, seq, chips // tp, tp,
+                                          across_nodes=chips > hw.node_chips)
+        if tokens / chips >= need:
+            return chips // tp, tp
+    return None
