@@ -42,6 +42,7 @@ from solutions.multiprocess_cases import (
     steps_case,
 )
 from solutions.multiprocess_checks import (
+    KILL_WAIT,
     every_failure,
     every_failure_of,
     in_one_process,
@@ -146,13 +147,18 @@ def seconds_to_end(how, hook, kill_on_bad_exit, heartbeat_timeout, shutdown_time
     """Return how long after process 2 fails the other processes are ended.
 
     A process that is gone at once (a crash, or an exception under the
-    course's hook) exits with an error: ``--kill-on-bad-exit`` ends the step
-    then, and without it the coordinator misses its heartbeats. A process
-    that raised without the hook, or finished early, waits at the shutdown
-    barrier, which fails after ``shutdown_timeout``.
+    course's hook) exits with an error, and the coordinator misses its
+    heartbeats: the others abort after ``heartbeat_timeout``. With
+    ``--kill-on-bad-exit`` srun also ends the step: SIGTERM at once, which
+    JAX catches (a preemption notice) and carries on, then SIGKILL
+    :data:`KILL_WAIT` seconds later; the sooner of the two ends them. A
+    process that raised without the hook, or finished early, waits at the
+    shutdown barrier, which fails after ``shutdown_timeout``.
     """
     if how == "crash" or (how == "raise" and hook):
-        return 0.0 if kill_on_bad_exit else float(heartbeat_timeout)
+        if kill_on_bad_exit:
+            return float(min(KILL_WAIT, heartbeat_timeout))
+        return float(heartbeat_timeout)
     return float(shutdown_timeout)
 
 
@@ -490,9 +496,11 @@ register(
         hints=[
             "First ask whether process 2 is gone at once, with an error: a crash "
             "always is, and so is an exception when the hook calls os._exit(1).",
-            "A process that is gone: --kill-on-bad-exit ends the others at once; "
-            "without it, the coordinator notices the missing heartbeats after "
-            "heartbeat_timeout.",
+            "A process that is gone: the coordinator notices its missing "
+            "heartbeats after heartbeat_timeout. --kill-on-bad-exit adds srun's "
+            "clock: SIGTERM at once, which JAX catches and carries on, then "
+            "SIGKILL KILL_WAIT seconds later. The sooner of the two ends the "
+            "others.",
             "A process still alive (an exception without the hook, or done early "
             "with exit code 0) waits at the shutdown barrier, which fails after "
             "shutdown_timeout, whatever srun's options.",
@@ -520,9 +528,9 @@ register(
             "Ask which of them came first, and which is only a consequence: what "
             "does a heartbeat timeout do to the shutdown barrier?",
             "At the shutdown barrier, a process either raised (and did not exit) "
-            "or finished early. Both can leave tracebacks in the log: whose error "
-            "is it, the program's own or JAX's, from a collective whose partner "
-            "had left?",
+            "or finished early. Which of the two leaves an error of the "
+            "program's own in the log? (The others print none: no partner has "
+            "left their collective.)",
         ],
         mistakes=job_ending_table(job_ending),
     ),

@@ -15,11 +15,18 @@ from collections.abc import Callable
 import numpy as np
 
 from jaxcourse.exercises import Mistake
+from solutions.multiprocess_checks import KILL_WAIT
 
 
 def _gone_at_once(how, hook):
     # A crash, or an exception under the course's hook: the process is gone.
     return how == "crash" or (how == "raise" and hook)
+
+
+def _ended_gone(kill, heartbeat):
+    # A process gone with an error: srun's SIGKILL or the heartbeat timeout,
+    # the sooner (srun's SIGTERM only comes first, and JAX catches it).
+    return float(min(KILL_WAIT, heartbeat)) if kill else float(heartbeat)
 
 
 def _records_same_every_epoch(seed, epoch, step, num_records, batch_size, rows):
@@ -101,30 +108,44 @@ def _records_legacy_generator(seed, epoch, step, num_records, batch_size, rows):
 def _end_kill_always_at_once(how, hook, kill, heartbeat, shutdown):
     # --kill-on-bad-exit taken to end the step whatever the process did.
     if kill:
-        return 0.0
+        return _ended_gone(kill, heartbeat)
     return float(heartbeat if _gone_at_once(how, hook) else shutdown)
+
+
+def _end_kill_at_once(how, hook, kill, heartbeat, shutdown):
+    # srun's SIGTERM taken to end the others at once.
+    if _gone_at_once(how, hook):
+        return 0.0 if kill else float(heartbeat)
+    return float(shutdown)
+
+
+def _end_kill_wait_alone(how, hook, kill, heartbeat, shutdown):
+    # Under --kill-on-bad-exit, srun's SIGKILL taken as the only clock.
+    if _gone_at_once(how, hook):
+        return KILL_WAIT if kill else float(heartbeat)
+    return float(shutdown)
 
 
 def _end_raise_exits_at_once(how, hook, kill, heartbeat, shutdown):
     # An exception taken to end the process, with or without the hook.
     if how in ("crash", "raise"):
-        return 0.0 if kill else float(heartbeat)
+        return _ended_gone(kill, heartbeat)
     return float(shutdown)
 
 
 def _end_crash_at_the_barrier(how, hook, kill, heartbeat, shutdown):
     # A crashed process taken to wait at the shutdown barrier.
     if how == "crash":
-        return 0.0 if kill else float(shutdown)
+        return float(min(KILL_WAIT, shutdown)) if kill else float(shutdown)
     if how == "raise" and hook:
-        return 0.0 if kill else float(heartbeat)
+        return _ended_gone(kill, heartbeat)
     return float(shutdown)
 
 
 def _end_timeouts_swapped(how, hook, kill, heartbeat, shutdown):
     # The heartbeat's timeout and the barrier's, each in the other's place.
     if _gone_at_once(how, hook):
-        return 0.0 if kill else float(shutdown)
+        return float(min(KILL_WAIT, shutdown)) if kill else float(shutdown)
     return float(heartbeat)
 
 
@@ -133,14 +154,14 @@ def _end_finish_never(how, hook, kill, heartbeat, shutdown):
     if how == "finish":
         return float("inf")
     if _gone_at_once(how, hook):
-        return 0.0 if kill else float(heartbeat)
+        return _ended_gone(kill, heartbeat)
     return float(shutdown)
 
 
 def _end_hook_ignored(how, hook, kill, heartbeat, shutdown):
     # An exception taken to leave the process alive, with the hook or not.
     if how == "crash":
-        return 0.0 if kill else float(heartbeat)
+        return _ended_gone(kill, heartbeat)
     return float(shutdown)
 
 
@@ -156,14 +177,14 @@ def _end_finish_at_once(how, hook, kill, heartbeat, shutdown):
     if how == "finish":
         return 0.0
     if _gone_at_once(how, hook):
-        return 0.0 if kill else float(heartbeat)
+        return _ended_gone(kill, heartbeat)
     return float(shutdown)
 
 
 def _end_both_timeouts(how, hook, kill, heartbeat, shutdown):
     # The barrier taken to wait for a heartbeat timeout first, then its own.
     if _gone_at_once(how, hook):
-        return 0.0 if kill else float(heartbeat)
+        return _ended_gone(kill, heartbeat)
     return float(heartbeat + shutdown)
 
 
@@ -213,15 +234,6 @@ def _job_barrier_first(reference, log, sacct):
     if sacct.split()[2] == "FAILED" and "Shutdown barrier has failed" in log:
         return reference(log.replace("heartbeat timeout", ""), sacct)
     return reference(log, sacct)
-
-
-def _job_any_traceback(reference, log, sacct):
-    # Any traceback taken for the program's own error.
-    ending, fix = reference(log, sacct)
-    if ending == "shutdown barrier":
-        return ending, ("exit at once on an exception" if "Traceback" in log
-                        else "agree on the number of steps")
-    return ending, fix
 
 
 def _job_state_alone(reference, log, sacct):
@@ -331,7 +343,7 @@ def job_ending_mistakes(reference: Callable) -> dict[str, Callable]:
         return wrong
 
     return {m.__name__.removeprefix("_job_"): bind(m) for m in (
-        _job_exit_code_alone, _job_barrier_first, _job_any_traceback,
+        _job_exit_code_alone, _job_barrier_first,
         _job_state_alone, _job_cancelled_is_time_limit, _job_fixes_swapped,
         _job_sigterm_is_preemption, _job_barrier_always_steps,
         _job_failed_is_heartbeat, _job_cancelled_unless_preemption,
@@ -380,6 +392,13 @@ RECORDS_MISTAKES = [
 ]
 
 SECONDS_MISTAKES = [
+    Mistake("srun's first signal is SIGTERM, which JAX catches (it takes it for "
+            "a preemption notice) and carries on: SIGKILL follows KILL_WAIT "
+            "seconds later, unless the heartbeat timeout ends the others first",
+            _end_kill_at_once),
+    Mistake("srun's SIGKILL is not the only clock: the coordinator's heartbeat "
+            "timeout still runs, and the sooner of the two ends the others",
+            _end_kill_wait_alone),
     Mistake("--kill-on-bad-exit acts only on a task that has exited with an "
             "error: one waiting at the shutdown barrier has not exited, and "
             "one that finished exited with 0", _end_kill_always_at_once),
@@ -422,10 +441,6 @@ def job_ending_table(reference: Callable) -> list[Mistake]:
         Mistake("a heartbeat timeout fails the shutdown barrier too, so the log "
                 "has both messages: the heartbeat timeout is what ended the job",
                 wrong["barrier_first"]),
-        Mistake("the waiting processes print a traceback of their own "
-                "(jax.errors.JaxRuntimeError: Gloo all-reduce failed) when a "
-                "partner leaves: only an error of the program itself means that "
-                "a process raised", wrong["any_traceback"]),
         Mistake("FAILED says only that the job ended with an error: srun, the "
                 "heartbeat timeout and the shutdown barrier all give it; the log "
                 "says which", wrong["state_alone"]),

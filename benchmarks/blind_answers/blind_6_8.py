@@ -704,13 +704,23 @@ def epoch_records__reshuffle_each_step(
 # ---------------------------------------------------------------------------
 
 
+def _killed_or_beats(kill_on_bad_exit, heartbeat_timeout):
+    """A process gone with an error: srun's SIGKILL 30 s (KILL_WAIT) after its
+    SIGTERM, or the heartbeat timeout, whichever comes first."""
+    if kill_on_bad_exit:
+        return float(min(30.0, heartbeat_timeout))
+    return float(heartbeat_timeout)
+
+
 def seconds_to_end__right_rules(
     how, hook, kill_on_bad_exit, heartbeat_timeout, shutdown_timeout
 ):
     """A live process waits at the barrier; a gone one is killed or misses beats."""
     if how == "finish" or (how == "raise" and not hook):
         return float(shutdown_timeout)
-    return 0.0 if kill_on_bad_exit else float(heartbeat_timeout)
+    if kill_on_bad_exit:  # SIGKILL KILL_WAIT after the SIGTERM, or the heartbeats
+        return float(min(30.0, heartbeat_timeout))
+    return float(heartbeat_timeout)
 
 
 def seconds_to_end__right_table(
@@ -720,12 +730,12 @@ def seconds_to_end__right_table(
     table = {}
     for h in (False, True):
         for k in (False, True):
-            table["crash", h, k] = "now" if k else "heartbeat"
-            table["raise", h, k] = ("now" if k else "heartbeat") if h else "shutdown"
+            table["crash", h, k] = "kill" if k else "heartbeat"
+            table["raise", h, k] = ("kill" if k else "heartbeat") if h else "shutdown"
             table["finish", h, k] = "shutdown"
     clock = table[how, bool(hook), bool(kill_on_bad_exit)]
     return {
-        "now": 0.0,
+        "kill": float(min(30.0, heartbeat_timeout)),  # KILL_WAIT or heartbeats
         "heartbeat": float(heartbeat_timeout),
         "shutdown": float(shutdown_timeout),
     }[clock]
@@ -742,7 +752,7 @@ def seconds_to_end__right_exit_code(
     if exit_code is None:
         return shutdown_timeout * 1.0
     if kill_on_bad_exit and exit_code != 0:
-        return 0.0
+        return float(min(30.0, heartbeat_timeout))
     return heartbeat_timeout * 1.0
 
 
@@ -756,7 +766,9 @@ def seconds_to_end__right_match(
         case "raise" if not hook:
             seconds = shutdown_timeout
         case _:
-            seconds = 0 if kill_on_bad_exit else heartbeat_timeout
+            seconds = heartbeat_timeout
+            if kill_on_bad_exit:
+                seconds = min(30, heartbeat_timeout)
     return float(seconds)
 
 
@@ -769,6 +781,7 @@ def seconds_to_end__right_arithmetic(
     return float(
         alive * shutdown_timeout
         + gone * (1 - int(bool(kill_on_bad_exit))) * heartbeat_timeout
+        + gone * int(bool(kill_on_bad_exit)) * min(30.0, heartbeat_timeout)
     )
 
 
@@ -778,7 +791,7 @@ def seconds_to_end__hook_ignored_raise_exits(
     """Thinks any exception exits the process with an error, hook or not."""
     if how == "finish":
         return float(shutdown_timeout)
-    return 0.0 if kill_on_bad_exit else float(heartbeat_timeout)
+    return _killed_or_beats(kill_on_bad_exit, heartbeat_timeout)
 
 
 def seconds_to_end__hook_ignored_raise_waits(
@@ -787,7 +800,7 @@ def seconds_to_end__hook_ignored_raise_waits(
     """Thinks a process that raises always waits at the barrier, hook or not."""
     if how in ("finish", "raise"):
         return float(shutdown_timeout)
-    return 0.0 if kill_on_bad_exit else float(heartbeat_timeout)
+    return _killed_or_beats(kill_on_bad_exit, heartbeat_timeout)
 
 
 def seconds_to_end__kill_ends_finish(
@@ -795,7 +808,7 @@ def seconds_to_end__kill_ends_finish(
 ):
     """Thinks --kill-on-bad-exit also ends the step at once on an early finish."""
     if kill_on_bad_exit and (how != "raise" or hook):
-        return 0.0
+        return float(min(30.0, heartbeat_timeout))
     if how == "finish" or (how == "raise" and not hook):
         return float(shutdown_timeout)
     return float(heartbeat_timeout)
@@ -807,7 +820,7 @@ def seconds_to_end__timeouts_swapped(
     """Swaps the two clocks: a vanished process is the shutdown timeout's, and back."""
     if how == "finish" or (how == "raise" and not hook):
         return float(heartbeat_timeout)
-    return 0.0 if kill_on_bad_exit else float(shutdown_timeout)
+    return _killed_or_beats(kill_on_bad_exit, shutdown_timeout)
 
 
 def seconds_to_end__kill_acts_on_exception(
@@ -817,7 +830,7 @@ def seconds_to_end__kill_acts_on_exception(
     if how == "finish":
         return float(shutdown_timeout)
     if kill_on_bad_exit:
-        return 0.0
+        return float(min(30.0, heartbeat_timeout))
     return (
         float(shutdown_timeout)
         if how == "raise" and not hook
@@ -833,7 +846,7 @@ def seconds_to_end__finish_as_vanished(
         return float(shutdown_timeout)
     if how == "finish":
         return float(heartbeat_timeout)
-    return 0.0 if kill_on_bad_exit else float(heartbeat_timeout)
+    return _killed_or_beats(kill_on_bad_exit, heartbeat_timeout)
 
 
 def seconds_to_end__chapter_constants(
@@ -842,7 +855,7 @@ def seconds_to_end__chapter_constants(
     """Hard-codes the chapter's 3 s and 5 s instead of the arguments."""
     if how == "finish" or (how == "raise" and not hook):
         return 5.0
-    return 0.0 if kill_on_bad_exit else 3.0
+    return 3.0  # the 3 s heartbeat comes before the 30 s KILL_WAIT
 
 
 def seconds_to_end__first_clock(
@@ -851,7 +864,7 @@ def seconds_to_end__first_clock(
     """Without a kill at once, whichever timeout expires first ends the step."""
     gone_with_error = how == "crash" or (how == "raise" and hook)
     if gone_with_error and kill_on_bad_exit:
-        return 0.0
+        return float(min(30.0, heartbeat_timeout))
     return float(min(heartbeat_timeout, shutdown_timeout))
 
 
@@ -861,7 +874,7 @@ def seconds_to_end__last_clock(
     """Without a kill at once, the step lasts until both timeouts have expired."""
     gone_with_error = how == "crash" or (how == "raise" and hook)
     if gone_with_error and kill_on_bad_exit:
-        return 0.0
+        return float(min(30.0, heartbeat_timeout))
     return float(max(heartbeat_timeout, shutdown_timeout))
 
 
@@ -873,7 +886,7 @@ def seconds_to_end__srun_reports_crash(
         return 0.0
     if how == "finish" or not hook:
         return float(shutdown_timeout)
-    return 0.0 if kill_on_bad_exit else float(heartbeat_timeout)
+    return _killed_or_beats(kill_on_bad_exit, heartbeat_timeout)
 
 
 # ---------------------------------------------------------------------------
@@ -1041,8 +1054,8 @@ def job_ending__barrier_always_exception(log, sacct):
     return ending, fix
 
 
-def job_ending__any_traceback(log, sacct):
-    """Counts any traceback as the raise, JaxRuntimeError from a collective included."""
+def job_ending__right_any_traceback(log, sacct):
+    """Counts any traceback as the raise: right, for no partner leaves a barrier job."""
     ending, fix = job_ending__right_state_then_log(log, sacct)
     if ending == "shutdown barrier":
         fix = (

@@ -421,12 +421,22 @@ def epoch_records__stream_of_epochs(seed, epoch, step, num_records, batch_size,
 # ---------------------------------------------------------------------------
 
 
+def _killed_or_beats(kill_on_bad_exit, heartbeat_timeout):
+    """A process gone with an error: srun's SIGKILL 30 s (KILL_WAIT) after its
+    SIGTERM, or the heartbeat timeout, whichever comes first."""
+    if kill_on_bad_exit:
+        return float(min(30.0, heartbeat_timeout))
+    return float(heartbeat_timeout)
+
+
 def seconds_to_end__right_gone(how, hook, kill_on_bad_exit, heartbeat_timeout,
                                shutdown_timeout):
     """Gone at once (crash, or raise with the hook): srun or the heartbeats."""
     gone = how == "crash" or (how == "raise" and hook)
     if gone:
-        return 0.0 if kill_on_bad_exit else float(heartbeat_timeout)
+        kill_wait = 30.0  # srun's SIGKILL, unless the heartbeats end them first
+        return float(min(kill_wait, heartbeat_timeout) if kill_on_bad_exit
+                     else heartbeat_timeout)
     return float(shutdown_timeout)
 
 
@@ -435,7 +445,7 @@ def seconds_to_end__right_ints(how, hook, kill_on_bad_exit, heartbeat_timeout,
     """The same returning the timeouts as they came."""
     if how == "finish" or (how == "raise" and not hook):
         return shutdown_timeout
-    return 0 if kill_on_bad_exit else heartbeat_timeout
+    return min(30, heartbeat_timeout) if kill_on_bad_exit else heartbeat_timeout
 
 
 def seconds_to_end__right_table(how, hook, kill_on_bad_exit, heartbeat_timeout,
@@ -446,7 +456,9 @@ def seconds_to_end__right_table(how, hook, kill_on_bad_exit, heartbeat_timeout,
                         ("finish", True): False, ("finish", False): False}
     if not exits_with_error[(how, bool(hook))]:
         return float(shutdown_timeout)
-    return 0.0 if kill_on_bad_exit else float(heartbeat_timeout)
+    if kill_on_bad_exit:
+        return float(min(30.0, heartbeat_timeout))
+    return float(heartbeat_timeout)
 
 
 def seconds_to_end__right_numpy(how, hook, kill_on_bad_exit, heartbeat_timeout,
@@ -454,14 +466,15 @@ def seconds_to_end__right_numpy(how, hook, kill_on_bad_exit, heartbeat_timeout,
     """np.select over the three outcomes."""
     gone = how == "crash" or (how == "raise" and hook)
     return float(np.select([gone and kill_on_bad_exit, gone],
-                           [0.0, heartbeat_timeout], shutdown_timeout))
+                           [min(30.0, heartbeat_timeout), heartbeat_timeout],
+                           shutdown_timeout))
 
 
 def seconds_to_end__option_for_all(how, hook, kill_on_bad_exit, heartbeat_timeout,
                                    shutdown_timeout):
     """Takes --kill-on-bad-exit to end everything at once."""
     if kill_on_bad_exit:
-        return 0.0
+        return float(min(30.0, heartbeat_timeout))
     gone = how == "crash" or (how == "raise" and hook)
     return float(heartbeat_timeout if gone else shutdown_timeout)
 
@@ -471,14 +484,14 @@ def seconds_to_end__raise_is_gone(how, hook, kill_on_bad_exit, heartbeat_timeout
     """Takes any exception for a process that is gone."""
     if how == "finish":
         return float(shutdown_timeout)
-    return 0.0 if kill_on_bad_exit else float(heartbeat_timeout)
+    return _killed_or_beats(kill_on_bad_exit, heartbeat_timeout)
 
 
 def seconds_to_end__hook_forgotten(how, hook, kill_on_bad_exit, heartbeat_timeout,
                                    shutdown_timeout):
     """Ignores the hook: a raise waits at the barrier."""
     if how == "crash":
-        return 0.0 if kill_on_bad_exit else float(heartbeat_timeout)
+        return _killed_or_beats(kill_on_bad_exit, heartbeat_timeout)
     return float(shutdown_timeout)
 
 
@@ -487,7 +500,7 @@ def seconds_to_end__timeouts_swapped(how, hook, kill_on_bad_exit, heartbeat_time
     """Uses each timeout in the other's place."""
     gone = how == "crash" or (how == "raise" and hook)
     if gone:
-        return 0.0 if kill_on_bad_exit else float(shutdown_timeout)
+        return _killed_or_beats(kill_on_bad_exit, shutdown_timeout)
     return float(heartbeat_timeout)
 
 
@@ -505,7 +518,7 @@ def seconds_to_end__finish_is_harmless(how, hook, kill_on_bad_exit,
         return 0.0
     gone = how == "crash" or (how == "raise" and hook)
     if gone:
-        return 0.0 if kill_on_bad_exit else float(heartbeat_timeout)
+        return _killed_or_beats(kill_on_bad_exit, heartbeat_timeout)
     return float(shutdown_timeout)
 
 
@@ -514,7 +527,7 @@ def seconds_to_end__barrier_after_heartbeat(how, hook, kill_on_bad_exit,
     """Adds both timeouts for a process waiting at the barrier."""
     gone = how == "crash" or (how == "raise" and hook)
     if gone:
-        return 0.0 if kill_on_bad_exit else float(heartbeat_timeout)
+        return _killed_or_beats(kill_on_bad_exit, heartbeat_timeout)
     return float(heartbeat_timeout + shutdown_timeout)
 
 
@@ -617,8 +630,8 @@ def job_ending__barrier_read_first(log, sacct):
     return ("kill-on-bad-exit", "fix the failing task")
 
 
-def job_ending__traceback_means_raised(log, sacct):
-    """Takes any traceback at the barrier for the program's own exception."""
+def job_ending__right_traceback_means_raised(log, sacct):
+    """Takes any traceback at the barrier for the program's own: none else has one."""
     state = sacct.split()[2]
     if state in _BY_STATE:
         return _BY_STATE[state]

@@ -363,29 +363,48 @@ def records_as_jnp(seed, epoch, step, num_records, batch_size, rows):  # correct
 # ---- exercise 7: seconds_to_end ---------------------------------------------------
 
 
+def _gone(kill_on_bad_exit, heartbeat):
+    # Right for a process gone with an error: srun's SIGKILL 30 s (KillWait)
+    # after its SIGTERM, or the heartbeat timeout, the sooner.
+    return min(30.0, float(heartbeat)) if kill_on_bad_exit else float(heartbeat)
+
+
+def end_kill_at_once(how, hook, kill_on_bad_exit, heartbeat, shutdown):
+    # The old rule: srun's SIGTERM taken to end the others at once.
+    if how == "crash" or (how == "raise" and hook):
+        return 0.0 if kill_on_bad_exit else float(heartbeat)
+    return float(shutdown)
+
+
+def end_kill_wait_only(how, hook, kill_on_bad_exit, heartbeat, shutdown):
+    if how == "crash" or (how == "raise" and hook):
+        return 30.0 if kill_on_bad_exit else float(heartbeat)
+    return float(shutdown)
+
+
 def end_kill_fixes_everything(how, hook, kill_on_bad_exit, heartbeat, shutdown):
     if kill_on_bad_exit:
-        return 0.0
+        return min(30.0, float(heartbeat))
     return float(heartbeat if how == "crash" or (how == "raise" and hook) else shutdown)
 
 
 def end_raise_is_a_crash(how, hook, kill_on_bad_exit, heartbeat, shutdown):
     if how in ("raise", "crash"):
-        return 0.0 if kill_on_bad_exit else float(heartbeat)
+        return _gone(kill_on_bad_exit, heartbeat)
     return float(shutdown)
 
 
 def end_crash_waits_at_the_barrier(how, hook, kill_on_bad_exit, heartbeat, shutdown):
     if how == "raise" and hook:
-        return 0.0 if kill_on_bad_exit else float(heartbeat)
+        return _gone(kill_on_bad_exit, heartbeat)
     if how == "crash" and kill_on_bad_exit:
-        return 0.0
+        return min(30.0, float(shutdown))
     return float(shutdown)
 
 
 def end_timeouts_swapped(how, hook, kill_on_bad_exit, heartbeat, shutdown):
     if how == "crash" or (how == "raise" and hook):
-        return 0.0 if kill_on_bad_exit else float(shutdown)
+        return min(30.0, float(shutdown)) if kill_on_bad_exit else float(shutdown)
     return float(heartbeat)
 
 
@@ -393,13 +412,13 @@ def end_finish_never_ends(how, hook, kill_on_bad_exit, heartbeat, shutdown):
     if how == "finish":
         return float("inf")
     if how == "crash" or hook:
-        return 0.0 if kill_on_bad_exit else float(heartbeat)
+        return _gone(kill_on_bad_exit, heartbeat)
     return float(shutdown)
 
 
 def end_hook_does_nothing(how, hook, kill_on_bad_exit, heartbeat, shutdown):
     if how == "crash":
-        return 0.0 if kill_on_bad_exit else float(heartbeat)
+        return _gone(kill_on_bad_exit, heartbeat)
     return float(shutdown)  # an exception or an early finish: the barrier
 
 
@@ -411,7 +430,7 @@ def end_gone_is_instant(how, hook, kill_on_bad_exit, heartbeat, shutdown):
 
 def end_barrier_after_heartbeat(how, hook, kill_on_bad_exit, heartbeat, shutdown):
     if how == "crash" or (how == "raise" and hook):
-        return 0.0 if kill_on_bad_exit else float(heartbeat)
+        return _gone(kill_on_bad_exit, heartbeat)
     return float(heartbeat) + float(shutdown)
 
 
@@ -419,25 +438,27 @@ def end_finish_is_clean(how, hook, kill_on_bad_exit, heartbeat, shutdown):
     if how == "finish":
         return 0.0  # exit code 0: nothing to wait for
     if how == "crash" or (how == "raise" and hook):
-        return 0.0 if kill_on_bad_exit else float(heartbeat)
+        return _gone(kill_on_bad_exit, heartbeat)
     return float(shutdown)
 
 
 def end_with_a_table(how, hook, kill_on_bad_exit, heartbeat, shutdown):  # correct
     gone = {"raise": hook, "crash": True, "finish": False}[how]
-    return (0.0 if kill_on_bad_exit else heartbeat) if gone else shutdown
+    return (min(30, heartbeat) if kill_on_bad_exit else heartbeat) if gone else shutdown
 
 
 def end_alive_first(how, hook, kill_on_bad_exit, heartbeat, shutdown):  # correct
     still_alive = how == "finish" or (how == "raise" and not hook)
     if still_alive:
         return float(shutdown)
-    return 0 if kill_on_bad_exit else heartbeat
+    kill_wait = 30  # Slurm's default KillWait: SIGKILL after srun's SIGTERM
+    return min(kill_wait, heartbeat) if kill_on_bad_exit else heartbeat
 
 
 def end_as_numpy(how, hook, kill_on_bad_exit, heartbeat, shutdown):  # correct
     gone = how == "crash" or (how == "raise" and hook)
-    seconds = np.where(gone, np.where(kill_on_bad_exit, 0, heartbeat), shutdown)
+    ended = np.where(kill_on_bad_exit, np.minimum(30, heartbeat), heartbeat)
+    seconds = np.where(gone, ended, shutdown)
     return np.float32(seconds)
 
 
@@ -445,7 +466,7 @@ def end_fits_the_defaults_only(how, hook, kill_on_bad_exit, heartbeat, shutdown)
     # Right for the chapter's timeouts and JAX's defaults, and for no others.
     gone = how == "crash" or (how == "raise" and hook)
     if gone:
-        return 0.0 if kill_on_bad_exit else (3.0 if shutdown == 5 else 100.0)
+        return (3.0 if shutdown == 5 else 30.0 if kill_on_bad_exit else 100.0)
     return 5.0 if heartbeat == 3 else 300.0
 
 
@@ -484,7 +505,7 @@ def job_barrier_before_heartbeat(log, sacct):
     return _failed(log)
 
 
-def job_any_traceback(log, sacct):
+def job_any_traceback(log, sacct):  # correct: no partner leaves a barrier job
     state = sacct.split()[2]
     if state in _BY_STATE:
         return _BY_STATE[state]
@@ -532,6 +553,13 @@ def job_barrier_means_steps(log, sacct):
     if "Shutdown barrier has failed" in log:
         return "shutdown barrier", "agree on the number of steps"
     return "kill-on-bad-exit", "fix the failing task"
+
+
+def job_barrier_means_exception(log, sacct):
+    ending, fix = job_with_a_table(log, sacct)
+    if ending == "shutdown barrier":
+        fix = "exit at once on an exception"  # a barrier fails on a raise
+    return ending, fix
 
 
 def job_failed_means_heartbeat(log, sacct):
