@@ -17,7 +17,9 @@ the chapter, its exercises and its explorer share one definition:
 * communication: :func:`predicted_collectives` (from the layout) against
   :func:`compiled_collectives` (from the compiled HLO), both priced by
   :func:`ring_bytes`;
-* the roofline: :data:`HARDWARE`, :func:`step_flops`,
+* the roofline: :data:`HARDWARE`, :func:`mesh_bandwidths` (the scaling
+  book's network: wraparound where a TPU axis has it, the node's egress
+  across GPU nodes), :func:`step_flops`,
   :func:`step_time` and :func:`critical_batch`.
 
 The model is deliberately plain, a deep MLP with the transformer's block shape
