@@ -22,7 +22,8 @@ each importing only the ones before it:
 * :mod:`.memory`: the state per device, ZeRO's stages, activations per token;
 * :mod:`.zero`: ZeRO-1 and ZeRO-2's steps (Adam's state, then the
   gradients, split over ``"data"``) and their collectives;
-* :mod:`.pipeline`: a GPipe schedule over four stages and its bubble;
+* :mod:`.pipeline`: a GPipe schedule, its bubble read from the run, its
+  backward pass and its activation memory against 1F1B's;
 * :mod:`.planning`: roofline, critical batches, and the real-shaped step
   compiled from shapes (in a subprocess for 64 devices).
 
@@ -71,7 +72,17 @@ from .model import (
     rms_norm,
     rope,
 )
-from .pipeline import STAGE, bubble_fraction, gpipe
+from .pipeline import (
+    SCHEDULES,
+    STAGE,
+    bubble_fraction,
+    default_feed,
+    gpipe,
+    gpipe_grad,
+    gpipe_grad_memory,
+    in_flight,
+    micro_batch_residuals,
+)
 from .planning import (
     CONFIGS,
     compile_in_subprocess,
@@ -98,9 +109,12 @@ from .zero import zero_collectives, zero_specs, zero_step
 
 __all__ = [
     "CONFIGS", "DATA", "LAYOUTS", "LLAMA3_70B", "LLAMA3_8B", "MODEL", "PLAIN",
-    "PRECISIONS", "PUBLISHED_PARAMS", "REMAT_POLICIES", "STAGE", "CharTokenizer",
+    "PRECISIONS", "PUBLISHED_PARAMS", "REMAT_POLICIES", "SCHEDULES", "STAGE",
+    "CharTokenizer",
     "Config", "Hooks", "Layout", "Precision", "activation_bytes", "attention",
     "batch_spec", "batches", "block", "blocks", "bubble_fraction", "bytes_per_param",
+    "default_feed", "gpipe_grad", "gpipe_grad_memory", "in_flight",
+    "micro_batch_residuals",
     "compile_in_subprocess", "compile_report", "compile_step", "critical_batch",
     "flops_per_token", "forward", "gpipe", "gradient_tolerance", "init_params",
     "init_state", "layout_hooks", "layout_switches", "loss", "make_grad_fn",
