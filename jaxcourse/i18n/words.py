@@ -226,12 +226,14 @@ def through_words(text: str, table: list[tuple[str, str]], convert) -> str:
 #: Measure words: the mainland counts GPUs and chips with 块, Taiwan a GPU
 #: with 張 (a card) and a chip with 顆. A pattern, since the count comes
 #: between the words (8 块 H100, 每块芯片, 全部四块 GPU, `chips` 块 `hw` 型号的
-#: GPU); applied to the whole converted text, code spans included in the
-#: match but never changed.
+#: GPU, 一块 v5p 芯片); applied to the whole converted text, code spans included
+#: in the match but never changed.
+#: Between the measure word and the device: a code span, a model (v5p, SXM)
+#: or a short modifier ending in 的 (幾块自己的 GPU, `hw` 型号的 GPU).
+_BETWEEN = r"\s*(?:`[^`\n]*`\s*)?(?:[A-Za-z0-9-]+\s+)?(?:[\u4e00-\u9fff]{1,4}的\s*)?"
 MEASURE_WORDS = (
-    (re.compile(r"塊(\s*(?:`[^`\n]*`\s*)?(?:型號的\s*)?(?:GPU|[ABHV]\d{2,3}|顯示卡))"),
-     r"張\1"),
-    (re.compile(r"塊(\s*(?:`[^`\n]*`\s*)?(?:晶片|TPU))"), r"顆\1"),
+    (re.compile(rf"塊({_BETWEEN}(?:GPU|[ABHV]\d{{2,3}}|顯示卡))"), r"張\1"),
+    (re.compile(rf"塊({_BETWEEN}(?:晶片|TPU))"), r"顆\1"),
 )
 
 
