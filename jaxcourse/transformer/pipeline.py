@@ -65,10 +65,14 @@ def in_flight(schedule: str, stages: int, micro: int) -> list[int]:
     """Return, per stage, the most micro-batches whose activations it holds at once.
 
     GPipe runs every forward pass before any backward pass: each stage holds
-    all ``m``. 1F1B (one forward, one backward; PipeDream-Flush, as in
-    Megatron-LM) lets stage ``s`` run ``p - s`` forward passes before its
-    first backward pass and then alternates, one in and one out: it holds at
-    most ``min(m, p - s)``. By formula, from the two schedules' definitions.
+    all ``m``. 1F1B (one forward, one backward; PipeDream-Flush) is
+    Megatron-LM's ``forward_backward_pipelining_without_interleaving``
+    (``megatron/core/pipeline_parallel/schedules.py``): stage ``s`` runs
+    ``min(p - s - 1, m)`` warm-up forward passes, then alternates one forward
+    and one backward, so it holds at most ``min(m, p - s)``. By formula, from
+    the two schedules' definitions: this module runs neither backward
+    schedule tick by tick (:func:`gpipe_grad` is JAX's backward pass of the
+    whole forward run, which keeps GPipe's ``m``).
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"unknown schedule {schedule!r}; expected one of {SCHEDULES}")
