@@ -33,17 +33,21 @@ from jaxcourse.exercises import Case, Exercise, Mistake, each_call, register
 from jaxcourse.numerics import FLOAT32_ROUNDOFF
 from jaxcourse.scaling import LAYOUTS, Size
 from solutions import scaling_mistakes as wrong
+from solutions.scaling_cases import (
+    best_layout_calls,
+    critical_calls,
+    layout_bytes_calls,
+    remat_calls,
+    state_calls,
+)
 from solutions.scaling_checks import (
     MESHES,
     REMAT_POLICIES,
     best_case,
-    best_layout_calls,
     compiled_call,
     compiled_kinds,
-    critical_calls,
     critical_case,
     inputs_deleted,
-    layout_bytes_calls,
     layout_choice,
     memory_case,
     memory_inputs,
@@ -53,12 +57,10 @@ from solutions.scaling_checks import (
     placed_shards,
     program_has_shard_map,
     random_trees,
-    remat_calls,
     remat_case,
     remat_choice,
     result_layout,
     specs_case,
-    state_calls,
     state_case,
     tp_tolerance,
     tree_rule_codes,

@@ -179,7 +179,7 @@ def test_remat_policy_counts_the_residuals_jax_lists() -> None:
 def test_critical_batch_agrees_with_the_chapter() -> None:
     """The closed form is the chapter's pass-by-pass roofline, on random cases."""
     from solutions.scaling import critical_batch
-    from solutions.scaling_checks import critical_calls
+    from solutions.scaling_cases import critical_calls
 
     (calls,) = critical_calls(60)(np.random.default_rng(1))
     for _, (layout, size, data, model, flops, beta, itemsize) in calls:
