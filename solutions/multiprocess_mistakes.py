@@ -259,6 +259,14 @@ def _job_barrier_always_steps(reference, log, sacct):
     return ending, fix
 
 
+def _job_barrier_always_raised(reference, log, sacct):
+    # Every shutdown barrier taken for a process that raised.
+    ending, fix = reference(log, sacct)
+    if ending == "shutdown barrier":
+        return ending, "exit at once on an exception"
+    return ending, fix
+
+
 def _job_failed_is_heartbeat(reference, log, sacct):
     # FAILED taken for the heartbeat timeout.
     if sacct.split()[2] == "FAILED":
@@ -348,7 +356,8 @@ def job_ending_mistakes(reference: Callable) -> dict[str, Callable]:
         _job_sigterm_is_preemption, _job_barrier_always_steps,
         _job_failed_is_heartbeat, _job_cancelled_unless_preemption,
         _job_exit_code_line, _job_heartbeat_fixes_task, _job_kill_adds_option,
-        _job_word_preemption, _job_abort_is_heartbeat, _job_memory_unread)}
+        _job_word_preemption, _job_abort_is_heartbeat, _job_memory_unread,
+        _job_barrier_always_raised)}
 
 
 # ---- the tables of the cluster exercises ------------------------------------
@@ -486,4 +495,7 @@ def job_ending_table(reference: Callable) -> list[Mistake]:
         Mistake("OUT_OF_MEMORY is a state that names its ending by itself, as "
                 "TIMEOUT and PREEMPTED do: the log is read for FAILED alone",
                 wrong["memory_unread"]),
+        Mistake("a process at the shutdown barrier either raised or finished "
+                "early: only the first leaves an error of the program's own in "
+                "the log", wrong["barrier_always_raised"]),
     ]
