@@ -175,6 +175,7 @@ GROUP_SECONDS = {
     "book/04_sharding.ipynb": 35, "solutions/08_multiprocess_exercises.ipynb": 30,
     "tests/test_exercise_time_limits.py": 25, "book/05_shard_map.ipynb": 20,
     "tests/test_explorers_transformer.py": 20, "book/03_bayes.ipynb": 20,
+    "tests/test_pipeline.py": 80,
 }
 
 
