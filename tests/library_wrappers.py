@@ -51,6 +51,11 @@ WRAPPERS: list[tuple[str, str, str]] = [
      "    if cfg.hidden % model:\n"
      "        specs['w_gate'] = specs['w_up'] = specs['w_down'] = P()\n"
      "    return specs\n"),
+    ("transformer.activation_bytes_per_token",
+     "jaxcourse.transformer.memory.residuals_per_token",
+     "from jaxcourse import transformer\n" + CELL +
+     "def activation_bytes_per_token(cfg, remat, precision):\n"
+     "    return transformer.residuals_per_token(cfg, remat, precision)['blocks']\n"),
 ]
 
 #: (exercise id, the learner's cells): the reasoning written out, named by nothing.
@@ -93,6 +98,13 @@ HONEST: list[tuple[str, str]] = [
      "            'w_gate': cols if mlp else P(), 'w_up': cols if mlp else P(),\n"
      "            'w_down': rows if mlp else P(),\n"
      "            'attn_norm': P(), 'mlp_norm': P()}\n"),
+    ("transformer.activation_bytes_per_token",
+     "def activation_bytes_per_token(cfg, remat, precision):\n"
+     "    c = 4 if precision == 'float32' else 2\n"
+     "    d, kv = cfg.d_model, cfg.kv_heads * cfg.head_dim\n"
+     "    widths = {'full': d, 'names': 2 * d + cfg.hidden,\n"
+     "              'dots': 3 * d + 2 * kv + 2 * cfg.hidden}\n"
+     "    return cfg.layers * c * widths[remat]\n"),
 ]
 
 

@@ -58,6 +58,8 @@ LIBRARY_ANSWERS: dict[str, tuple[str, ...]] = {
     # Measured, not reasoned: each policy's residuals summed in the answer.
     "scaling.remat_policy": ("jaxcourse.scaling.memory.saved_residuals",),
     "transformer.count_params": ("jaxcourse.transformer.config.param_count",),
+    "transformer.activation_bytes_per_token": (
+        "jaxcourse.transformer.memory.residuals_per_token",),
     "transformer.flops_per_token": ("jaxcourse.transformer.config.flops_per_token",),
     # Megatron's splits, "TP"; the learner's wrapper adds only divisibility.
     "transformer.tp_specs": ("jaxcourse.transformer.layouts.param_specs",),
