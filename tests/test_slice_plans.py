@@ -49,7 +49,7 @@ def test_the_plan_is_the_chapters_formula():
     cfg = transformer.LLAMA3_8B
     plan = transformer.memory_plan(cfg, "FSDP", 8, 1, 8192)
     state = 12 * transformer.param_count(cfg) // 8 + 4
-    assert plan["state"] == state and plan["step"] == state // 3
+    assert plan["state"] == state and plan["step"] == state // 2
     # Full remat: each block's bfloat16 input, and the head's residuals (the
     # final norm's, the float32 log-softmax over the vocabulary, five numbers).
     head = 10 * cfg.d_model + 4 * cfg.vocab + 20

@@ -149,9 +149,10 @@ def memory_plan(cfg: Config, layout: str, data: int, model: int, seq: int,
     """Return the chapter's plan of one device's memory for a mixed-precision step.
 
     ``state``: the stored state (:func:`~.memory.state_bytes`, 12 bytes a
-    parameter, split by the layout); ``step``: the bfloat16 weights and
-    gradients the step makes from it, a third of the state (4 of its 12
-    bytes); ``activations``: the residuals JAX lists under ``remat``
+    parameter, split by the layout); ``step``: the bfloat16 weights and the
+    float32 gradients the step makes from it (the course's step returns the
+    gradients of the float32 master: :func:`~.training.bytes_per_param`),
+    half the state (2 + 4 of its 12 bytes); ``activations``: the residuals JAX lists under ``remat``
     (:func:`~.memory.residuals_per_token`: the blocks' and the head's, whose
     float32 log-softmax over the vocabulary is most of it under full remat),
     for the ``sequences`` of ``seq`` tokens each device computes (with
@@ -164,7 +165,7 @@ def memory_plan(cfg: Config, layout: str, data: int, model: int, seq: int,
     :mod:`jaxcourse.transformer.slice_plans` measures.
     """
     state = state_bytes(cfg, layout, "mixed", data, model)["total"]
-    step = state // 3
+    step = state // 2
     split = model if layout_switches(layout).sp else 1
     kept = residuals_per_token(cfg, remat, "mixed", chunked_loss=bool(loss_chunk))
     tokens = seq * sequences

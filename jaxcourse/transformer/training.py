@@ -53,8 +53,11 @@ class Precision(NamedTuple):
 #: The schemes compared in the chapter. ``mixed`` is what large runs use:
 #: bfloat16 inside the step, float32 master weights and moments, so that an
 #: update smaller than bfloat16's resolution (8 bits of mantissa) still moves
-#: the weight. bfloat16 has float32's exponent range, so no gradient
-#: underflows to zero and no loss scaling is needed (float16 needs it).
+#: the weight; this course's step returns its gradients in float32 (those of
+#: the float32 master: :func:`bytes_per_param`). bfloat16 has float32's
+#: exponent range, so no gradient underflows to zero and no loss scaling is
+#: needed (float16 needs it). ``float32`` computes and stores everything in
+#: float32; ``bfloat16`` computes, stores and keeps Adam's moments in it.
 PRECISIONS: dict[str, Precision] = {
     "float32": Precision("float32", jnp.float32, jnp.float32, jnp.float32),
     "mixed": Precision("mixed", jnp.bfloat16, jnp.float32, jnp.float32),
@@ -78,11 +81,19 @@ def bytes_per_param(name: str) -> dict[str, int]:
     lives between steps (the stored weights and Adam's moments, the
     arguments of the compiled step). The compute copy and the gradients are
     made inside the step.
+
+    The gradients are those of this course's step (:func:`make_grad_fn`):
+    it casts the stored weights to the compute dtype inside the loss, so the
+    gradient with respect to them comes back in the stored dtype. In
+    ``"mixed"`` that is float32: 2 + 4 + 4 + 8 = 18 bytes. The 16 bytes of
+    ZeRO's accounting (Rajbhandari et al. 2020, section 3.1: float16 weights
+    and gradients, float32 master weights and Adam's two moments) keep the
+    gradients in the 2-byte compute dtype, which this step does not.
     """
     p = _precision(name)
     size = lambda dtype: int(np.dtype(dtype).itemsize)  # noqa: E731
     master = size(p.store) if p.store != p.compute else 0
-    parts = {"weights": size(p.compute), "master": master, "grads": size(p.compute),
+    parts = {"weights": size(p.compute), "master": master, "grads": size(p.store),
              "adam": 2 * size(p.moments)}
     parts["total"] = sum(parts.values())
     parts["stored"] = size(p.store) + parts["adam"]
