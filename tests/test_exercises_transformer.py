@@ -152,8 +152,13 @@ def test_bytes_and_zero_match_the_library() -> None:
     from solutions.transformer import bytes_per_param, zero_bytes_per_device
     from solutions.transformer_checks import random_config
 
+    # Exercise 2 is ZeRO's accounting (gradients in the compute dtype); the
+    # library's is the course's step (gradients of the stored weights).
     for name, scheme in transformer.PRECISIONS.items():
-        assert bytes_per_param(scheme) == transformer.bytes_per_param(name)
+        step = transformer.bytes_per_param(name)
+        compute = np.dtype(scheme.compute).itemsize
+        assert bytes_per_param(scheme) == step | {
+            "grads": compute, "total": step["total"] - step["grads"] + compute}
     rng = np.random.default_rng(8)
     for stage in (1, 2, 3):
         for name in transformer.PRECISIONS:
