@@ -228,7 +228,10 @@ def compile_report(compiled: Any) -> dict[str, Any]:
     ``memory`` is :func:`jaxcourse.scaling.compiled_memory`'s;
     ``collectives`` counts each ``(kind, bytes, group)`` found in the HLO
     (a loop's body counted once), and ``summary`` is
-    :func:`jaxcourse.scaling.collective_summary`'s.
+    :func:`jaxcourse.scaling.collective_summary`'s. Compiled for a TPU
+    slice, the child (:func:`main`) adds ``tpu_collectives``: each logical
+    collective as :func:`~.tpu_collectives.tpu_collectives` reads it, with
+    its count.
     """
     found = compiled_collectives(compiled)
     counts = Counter(found)
@@ -339,6 +342,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     report = compile_report(compiled)
     report["seconds"] = time.perf_counter() - started
+    if args.slice:
+        # The TPU prints collectives in forms compiled_collectives miscounts
+        # (async chains, all-reduces that gather or scatter): each logical
+        # one, with its form and the mesh axes it spans (.tpu_collectives).
+        from .tpu_collectives import tpu_collectives
+
+        counted = Counter(tpu_collectives(compiled, (args.data, args.model)))
+        report["tpu_collectives"] = sorted(([*c, n] for c, n in counted.items()),
+                                           key=lambda row: (not row[5], *row[:5]))
     print(json.dumps(report))
     return 0
 
