@@ -259,9 +259,8 @@ def tpu_collectives(compiled: Any, mesh_shape: Sequence[int],
     looped = _loop_bodies(computations, entry)
     devices = math.prod(mesh_shape)
     pieces: Counter = Counter()
-    chained: list[tuple[tuple[str, str], str, _Instruction, str]] = []
+    chained: list[tuple[tuple[str, str], str, _Instruction, list[_Instruction]]] = []
     for name, instructions in computations.items():
-        defined = {ins.name: ins for ins in instructions}
         for ins in instructions:
             kind = ins.opcode.removesuffix("-start")
             if kind not in KINDS:
@@ -273,37 +272,37 @@ def tpu_collectives(compiled: Any, mesh_shape: Sequence[int],
             pieces[key] += 1
             if pieces[key] > 1:
                 continue
-            form = "async" if "async_collective_name" in ins.attrs else "sync"
-            if kind == "all-reduce" and any(
-                    _writes_into_zeros(defined.get(op), computations)
-                    for op in ins.operands):
-                form = "zero-padded"
-            elif kind == "all-reduce" and _sliced_after(
-                    ins, instructions, len(_replica_groups(ins.attrs, devices)[0]),
-                    computations):
-                form = "sliced after"
-            chained.append((key, name, ins, form))
+            chained.append((key, name, ins, instructions))
     found = []
-    for key, name, ins, form in chained:
+    for key, name, ins, instructions in chained:
         kind = ins.opcode.removesuffix("-start")
         groups = _replica_groups(ins.attrs, devices)
         group = len(groups[0])
         axes = _axes_of(groups, mesh_shape, axis_names)
         if not axes:
             continue  # over one device: nothing moves
+        form = "async" if "async_collective_name" in ins.attrs else "sync"
         if pieces[key] > 1 or key[0].startswith("chain"):
             form = f"async chain of {pieces[key]}"
         arrays = re.findall(r"(\w+)\[([\d,]*)\]", ins.shape)
-        if len(arrays) > 1:
-            form = f"combined, {form}"
-        in_loop = name in looped
-        for dtype, dims in arrays:
+        defined = {i.name: i for i in instructions}
+        for index, (dtype, dims) in enumerate(arrays):
+            mine = form
+            operand = defined.get(ins.operands[index]) if index < len(ins.operands) \
+                else None
+            if kind == "all-reduce" and _writes_into_zeros(operand, computations):
+                mine = "zero-padded"
+            elif kind == "all-reduce" and _sliced_after(
+                    ins, index if len(arrays) > 1 else None, instructions, group,
+                    computations):
+                mine = "sliced after"
+            if len(arrays) > 1:
+                mine = f"combined, {mine}"
             nbytes = shape_bytes(f"{dtype}[{dims}]")
             if kind == "reduce-scatter":
                 nbytes *= group
-            if kind == "collective-permute":
-                group = 2
-            found.append(TpuCollective(kind, nbytes, group, axes, form, in_loop))
+            found.append(TpuCollective(kind, nbytes, 2 if kind == "collective-permute"
+                                       else group, axes, mine, name in looped))
     return found
 
 
@@ -312,7 +311,8 @@ def _elements(shape: str) -> list[int]:
             for _, dims in re.findall(r"(\w+)\[([\d,]*)\]", shape)]
 
 
-def _sliced_after(ins: _Instruction, instructions: list[_Instruction], group: int,
+def _sliced_after(ins: _Instruction, index: int | None,
+                  instructions: list[_Instruction], group: int,
                   computations: dict[str, list[_Instruction]]) -> bool:
     """Whether every use of an all-reduce's result keeps one device's piece of it.
 
@@ -325,11 +325,14 @@ def _sliced_after(ins: _Instruction, instructions: list[_Instruction], group: in
     sizes = _elements(ins.shape)
     if group <= 1 or not sizes:
         return False
-    values = {ins.name: min(sizes)}
-    for other in instructions:
-        if other.opcode == "get-tuple-element" and other.operands == [ins.name]:
-            index = re.search(r"index=(\d+)", other.attrs)
-            values[other.name] = sizes[int(index.group(1))] if index else min(sizes)
+    if index is None:
+        values = {ins.name: sizes[0]}
+    else:
+        # A tuple's element ``index``: read through its get-tuple-element.
+        wanted = re.compile(rf"index={index}\b")
+        values = {other.name: sizes[index] for other in instructions
+                  if other.opcode == "get-tuple-element"
+                  and other.operands == [ins.name] and wanted.search(other.attrs)}
     users = [(u, v, size) for v, size in values.items() for u in instructions
              if u.opcode != "get-tuple-element" and v in u.operands]
     return bool(users) and all(_slices(u, v, size, group, instructions, computations)
