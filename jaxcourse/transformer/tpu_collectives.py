@@ -1,4 +1,4 @@
-"""The collectives of a program compiled for a TPU slice, read as the TPU prints them.
+r"""The collectives of a program compiled for a TPU slice, read as the TPU prints them.
 
 :func:`jaxcourse.scaling.compiled_collectives` reads XLA:CPU's HLO, where
 each collective is one instruction of the kind the program asked for. The
@@ -16,6 +16,12 @@ counts instructions miscounts it:
 - **A reduce-scatter done as an all-reduce.** The gradient is all-reduced
   whole and each device keeps its slice (the slice fused into the optimizer's
   update): twice a reduce-scatter's bytes.
+- **A reduce-scatter fusion of a padded operand.** Over a group that is
+  not one ring of the torus (16 devices of a v5p 4x4x4 cube), the gradient
+  is padded (8,192 rows to 8,448), reduce-scattered by a ``kCustom`` fusion
+  (``all-reduce-scatter``: a pad, an all-reduce and a slice, run as a
+  reduce-scatter), and each device's piece set right by
+  ``collective-permute``\ s of slices of it to the next device.
 - **Combined operands.** Small all-reduces are combined into one instruction
   over a tuple; each operand is counted on its own, as on the CPU.
 - **Loop bodies.** The blocks' ``scan`` is a ``while`` loop; its body is
@@ -42,14 +48,16 @@ import numpy as np
 from jaxcourse.scaling.communication import KINDS, Collective, ring_bytes, shape_bytes
 
 __all__ = ["AS_PREDICTED", "GATHER_AS_ALL_REDUCE", "NOT_FOUND", "NOT_PREDICTED",
-           "RECOMPUTED", "SCATTER_AS_ALL_REDUCE", "Matched", "TpuCollective",
-           "axis_bytes", "from_rows", "match_prediction", "predicted_axes",
-           "step_bytes", "stored_match", "tpu_collectives"]
+           "PADDED", "REALIGNED", "RECOMPUTED", "SCATTER_AS_ALL_REDUCE", "Matched",
+           "TpuCollective", "axis_bytes", "from_rows", "match_prediction",
+           "predicted_axes", "step_bytes", "stored_match", "tpu_collectives"]
 
 #: The reasons :func:`match_prediction` gives, one per found or predicted collective.
 AS_PREDICTED = "as predicted"
 GATHER_AS_ALL_REDUCE = "all-gather done as an all-reduce of a zero-padded piece (2x)"
 SCATTER_AS_ALL_REDUCE = "reduce-scatter done as an all-reduce, then sliced (2x)"
+PADDED = "reduce-scatter of a padded operand"
+REALIGNED = "collective-permute setting a padded reduce-scatter's pieces right"
 RECOMPUTED = "again in the backward pass: remat recomputes the forward"
 NOT_PREDICTED = "not predicted"
 NOT_FOUND = "predicted, not found"
@@ -78,6 +86,9 @@ class TpuCollective(NamedTuple):
         piece: a reduce-scatter).
     in_loop : bool
         Inside a ``while`` loop's body (printed once, run once per trip).
+    moved : int
+        Where the TPU moves another operand than ``nbytes`` (a padded one),
+        its bytes; 0 where it moves ``nbytes``.
     """
 
     kind: str
@@ -86,6 +97,7 @@ class TpuCollective(NamedTuple):
     axes: str
     form: str
     in_loop: bool
+    moved: int = 0
 
     @property
     def role(self) -> str:
@@ -96,7 +108,7 @@ class TpuCollective(NamedTuple):
 
     def sent(self) -> float:
         """Bytes one device sends for it, in the form the TPU runs it."""
-        return ring_bytes(self.kind, self.nbytes, self.group)
+        return ring_bytes(self.kind, self.moved or self.nbytes, self.group)
 
 
 class _Instruction(NamedTuple):
@@ -257,6 +269,8 @@ def tpu_collectives(compiled: Any, mesh_shape: Sequence[int],
     text = compiled if isinstance(compiled, str) else compiled.as_text()
     computations, entry = _parse_module(text)
     looped = _loop_bodies(computations, entry)
+    callers = {callee: ins for instructions in computations.values()
+               for ins in instructions for callee in _CALLEE.findall(ins.attrs)}
     devices = math.prod(mesh_shape)
     pieces: Counter = Counter()
     chained: list[tuple[tuple[str, str], str, _Instruction, list[_Instruction]]] = []
@@ -285,12 +299,30 @@ def tpu_collectives(compiled: Any, mesh_shape: Sequence[int],
         if pieces[key] > 1 or key[0].startswith("chain"):
             form = f"async chain of {pieces[key]}"
         arrays = re.findall(r"(\w+)\[([\d,]*)\]", ins.shape)
+        if ins.opcode == "all-gather-start":
+            arrays = arrays[len(arrays) // 2:]     # (operands, outputs)
+        elif ins.opcode == "collective-permute-start":
+            arrays = arrays[:1]                    # (operand, output, contexts)
         defined = {i.name: i for i in instructions}
+        fusion = _scatter_fusion(name, callers)
         for index, (dtype, dims) in enumerate(arrays):
-            mine = form
+            mine, moved, out_kind = form, 0, kind
             operand = defined.get(ins.operands[index]) if index < len(ins.operands) \
                 else None
-            if kind == "all-reduce" and _writes_into_zeros(operand, computations):
+            nbytes = shape_bytes(f"{dtype}[{dims}]")
+            if kind == "all-reduce" and fusion:
+                # Run as a reduce-scatter of the padded operand; the
+                # gradient is the fusion's input, before the pad.
+                mine, out_kind = "reduce-scatter fusion, padded", "reduce-scatter"
+                moved = nbytes
+                if operand is not None and operand.opcode == "pad":
+                    nbytes = shape_bytes(defined[operand.operands[0]].shape) \
+                        if operand.operands[0] in defined else nbytes
+                moved = 0 if moved == nbytes else moved
+            elif kind == "collective-permute" and _slices_a_scatter(
+                    operand, defined, computations):
+                mine = "re-aligns a padded reduce-scatter"
+            elif kind == "all-reduce" and _writes_into_zeros(operand, computations):
                 mine = "zero-padded"
             elif kind == "all-reduce" and _sliced_after(
                     ins, index if len(arrays) > 1 else None, instructions, group,
@@ -298,12 +330,37 @@ def tpu_collectives(compiled: Any, mesh_shape: Sequence[int],
                 mine = "sliced after"
             if len(arrays) > 1:
                 mine = f"combined, {mine}"
-            nbytes = shape_bytes(f"{dtype}[{dims}]")
             if kind == "reduce-scatter":
                 nbytes *= group
-            found.append(TpuCollective(kind, nbytes, 2 if kind == "collective-permute"
-                                       else group, axes, mine, name in looped))
+            pairs = kind == "collective-permute"
+            found.append(TpuCollective(out_kind, nbytes, 2 if pairs else group, axes,
+                                       mine, name in looped, moved))
     return found
+
+
+def _scatter_fusion(name: str, callers: dict[str, _Instruction]) -> bool:
+    """Whether computation ``name`` is the TPU's reduce-scatter fusion.
+
+    A ``kCustom`` fusion calling an ``all-reduce-scatter`` computation, run by
+    libtpu's ``...AllReduceScatterFusion`` emitter (its ``backend_config``).
+    """
+    caller = callers.get(name)
+    return caller is not None and caller.opcode == "fusion" and (
+        name.startswith("all-reduce-scatter")
+        or "AllReduceScatterFusion" in caller.attrs)
+
+
+def _slices_a_scatter(ins: _Instruction | None, defined: dict[str, _Instruction],
+                      computations: dict[str, list[_Instruction]]) -> bool:
+    """Whether ``ins`` is a slice of a reduce-scatter fusion's output."""
+    if ins is None or ins.opcode != "slice" or not ins.operands:
+        return False
+    source = defined.get(ins.operands[0])
+    if source is None or source.opcode != "fusion":
+        return False
+    called = _CALLEE.search(source.attrs)
+    return bool(called) and (called.group(1).startswith("all-reduce-scatter")
+                             or "AllReduceScatterFusion" in source.attrs)
 
 
 def _elements(shape: str) -> list[int]:
@@ -431,14 +488,16 @@ def match_prediction(found: Iterable[TpuCollective], predicted: Iterable[Collect
     """Lay the found collectives beside the predicted ones, naming each difference.
 
     On each mesh axis, in this order: a found collective of the predicted
-    kind and operand is :data:`AS_PREDICTED`; an all-reduce of a zero-padded
+    kind and operand is :data:`AS_PREDICTED`, or :data:`PADDED` where the
+    TPU moves a padded operand; an all-reduce of a zero-padded
     piece answers a predicted all-gather of the same operand
     (:data:`GATHER_AS_ALL_REDUCE`), an all-reduce a predicted reduce-scatter
     (:data:`SCATTER_AS_ALL_REDUCE`); what is left and does again what a
     predicted one does (its role and operand) is :data:`RECOMPUTED` (full
     remat runs each block forward again in the backward pass; its
-    ``predicted_bytes`` are 0, the prediction has none); then
-    :data:`NOT_PREDICTED` and :data:`NOT_FOUND`.
+    ``predicted_bytes`` are 0, the prediction has none); the
+    collective-permutes that set a padded reduce-scatter's pieces right are
+    :data:`REALIGNED`; then :data:`NOT_PREDICTED` and :data:`NOT_FOUND`.
     """
     todo = list(found)
     left: list[tuple[str, Collective]] = [(predicted_axes(p, data, model), p)
@@ -454,7 +513,8 @@ def match_prediction(found: Iterable[TpuCollective], predicted: Iterable[Collect
                     del left[i]
                     break
 
-    take(lambda f, p: f.kind == p.kind and f.role == p.kind, AS_PREDICTED)
+    take(lambda f, p: f.kind == p.kind == f.role and not f.moved, AS_PREDICTED)
+    take(lambda f, p: f.kind == p.kind == f.role, PADDED)
     take(lambda f, p: f.role == "all-gather" == p.kind and f.kind == "all-reduce",
          GATHER_AS_ALL_REDUCE)
     take(lambda f, p: f.kind == "all-reduce" and "sliced" in f.form
@@ -467,7 +527,8 @@ def match_prediction(found: Iterable[TpuCollective], predicted: Iterable[Collect
         if again is not None:
             done.append(Matched(f.axes, RECOMPUTED, f, again))
             todo.remove(f)
-    done += [Matched(f.axes, NOT_PREDICTED, f, None) for f in todo]
+    done += [Matched(f.axes, REALIGNED if "re-aligns" in f.form else NOT_PREDICTED, f,
+                     None) for f in todo]
     done += [Matched(axes, NOT_FOUND, None, p) for axes, p in left]
     return done
 
