@@ -352,16 +352,34 @@ def _scatter_fusion(name: str, callers: dict[str, _Instruction]) -> bool:
         or "AllReduceScatterFusion" in caller.attrs)
 
 
+#: Instructions that move or cut data without computing on it.
+_MOVES = ("slice", "slice-start", "slice-done", "copy", "copy-start", "copy-done",
+          "bitcast", "get-tuple-element", "concatenate")
+
+
 def _slices_a_scatter(ins: _Instruction | None, defined: dict[str, _Instruction],
                       computations: dict[str, list[_Instruction]]) -> bool:
-    """Whether ``ins`` is a reduce-scatter fusion's output, or a slice of it."""
-    if ins is not None and ins.opcode == "slice" and ins.operands:
-        ins = defined.get(ins.operands[0])
-    if ins is None or ins.opcode != "fusion":
-        return False
-    called = _CALLEE.search(ins.attrs)
-    return bool(called) and (called.group(1).startswith("all-reduce-scatter")
-                             or "AllReduceScatterFusion" in ins.attrs)
+    """Whether ``ins`` is a piece of a reduce-scatter fusion's output.
+
+    The fusion's output itself, or what slices, copies or concatenates it
+    (libtpu moves it in asynchronous slices and joins them with a
+    ``ConcatBitcast`` custom-call before the collective-permute).
+    """
+    todo, seen = [ins], set()
+    while todo:
+        ins = todo.pop()
+        if ins is None or ins.name in seen:
+            continue
+        seen.add(ins.name)
+        if ins.opcode == "fusion":
+            called = _CALLEE.search(ins.attrs)
+            if called and (called.group(1).startswith("all-reduce-scatter")
+                           or "AllReduceScatterFusion" in ins.attrs):
+                return True
+        elif ins.opcode in _MOVES or (ins.opcode == "custom-call"
+                                      and "ConcatBitcast" in ins.attrs):
+            todo += [defined.get(op) for op in ins.operands]
+    return False
 
 
 def _elements(shape: str) -> list[int]:
