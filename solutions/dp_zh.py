@@ -35,7 +35,7 @@ from jax import lax
 from jax.sharding import PartitionSpec as P
 
 from jaxcourse.exercises import Case, Exercise, Mistake, register
-from jaxcourse.exercises.editions import edition, read_texts
+from jaxcourse.exercises.checking.editions import edition, read_texts
 from solutions import dp_zh_mistakes as wrong
 from solutions.dp_zh_checks import (
     GRADIENT_TERMS,

@@ -82,7 +82,7 @@ _metrics_of = metrics_of
 
 LAUNCH_PROCESSES = 2
 #: Seconds a launch may take at most; less when the Check's own time limit
-#: leaves less (:func:`jaxcourse.exercises.observe.time_left`).
+#: leaves less (:func:`jaxcourse.exercises.checking.observe.time_left`).
 LAUNCH_TIMEOUT = 20.0
 #: Devices of each process in a launched ``global_batch`` check.
 GLOBAL_DEVICES_PER_PROCESS = 2
@@ -187,7 +187,7 @@ def launcher() -> tuple[Callable, str]:
         how it launches, in words.
     """
     from jaxcourse import slurm
-    from jaxcourse.exercises.sandbox import GUARD_ENV
+    from jaxcourse.exercises.grading.sandbox import GUARD_ENV
     from jaxcourse.launch import launch
 
     course = (launch, "the course's launcher")
@@ -231,7 +231,7 @@ def prepare_launch(worker: str, scenarios: Sequence, devices_per_process: int) -
     PreparedLaunch or None
         ``None`` where no launch is prepared.
     """
-    from jaxcourse.exercises.sandbox import GUARD_ENV
+    from jaxcourse.exercises.grading.sandbox import GUARD_ENV
     from jaxcourse.launch import launch
     from jaxcourse.launch.prepared import PreparedLaunch
 
@@ -276,7 +276,7 @@ def _launch_worker(worker: str, function: Callable, scenarios: Sequence,
     if (getattr(function, "__module__", None),
             getattr(function, "__name__", None)) in _NOT_RELAUNCHED:
         raise ProcessesOutOfStepError("a known mistake, recognised in one process")
-    from jaxcourse.exercises.observe import time_left
+    from jaxcourse.exercises.checking.observe import time_left
 
     source = _source_of(function)
     # Within the Check's own time limit, with a second to end the processes

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxcourse.exercises.observation import Choice, choice
+from jaxcourse.exercises.checking.observation import Choice, choice
 
 __all__ = ["ENDINGS", "FIXES", "KINDS", "ending_choice", "job_calls", "job_log",
            "sacct_line"]

@@ -27,8 +27,8 @@ from jax.sharding import PartitionSpec as P
 from jaxcourse import scaling
 from jaxcourse.devices import mesh_devices
 from jaxcourse.exercises import Case
-from jaxcourse.exercises.observation import Choice, Spec, choice
-from jaxcourse.exercises.observation import spec as as_spec
+from jaxcourse.exercises.checking.observation import Choice, Spec, choice
+from jaxcourse.exercises.checking.observation import spec as as_spec
 from jaxcourse.numerics import FLOAT32_ROUNDOFF, sum_tolerance
 from solutions.scaling_meshes import MESHES  # noqa: F401  (the notebook takes it from here)
 from solutions.shard_map_checks import has_shard_map, place, shard_map_used
@@ -80,7 +80,7 @@ def spec_codes(function: Callable, params: Any) -> list[Spec]:
     """Runner: the specs ``function(params)`` returns, padded to each weight's rank.
 
     Each spec is compared as a spec, dimension by dimension, by the names of
-    its mesh axes (:class:`~jaxcourse.exercises.observation.Spec`):
+    its mesh axes (:class:`~jaxcourse.exercises.checking.observation.Spec`):
     ``P("data")`` and ``P("data", None)`` are the same for a matrix, since
     they mean the same.
     """

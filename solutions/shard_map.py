@@ -26,7 +26,7 @@ from jax.sharding import PartitionSpec as P
 
 from jaxcourse.collectives import ring_pairs
 from jaxcourse.exercises import Case, Exercise, Mistake, register
-from jaxcourse.exercises.explorers_sharding import COLLECTIVES
+from jaxcourse.exercises.widgets.explorers_sharding import COLLECTIVES
 from solutions import shard_map_mistakes as wrong
 from solutions.shard_map_checks import (
     gradient_tolerance,

@@ -33,7 +33,10 @@ from jax.sharding import PartitionSpec as P
 
 from jaxcourse.collectives import line_mesh
 from jaxcourse.exercises import Case
-from jaxcourse.exercises.explorers_sharding import COLLECTIVES, collective_counts
+from jaxcourse.exercises.widgets.explorers_sharding import (
+    COLLECTIVES,
+    collective_counts,
+)
 from jaxcourse.numerics import sum_tolerance
 
 #: An input builder: ``inputs(rng)`` returns the arguments of one case.

@@ -31,7 +31,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxcourse.devices import mesh_devices
-from jaxcourse.exercises.explorers_sharding import (
+from jaxcourse.exercises.widgets.explorers_sharding import (
     COLLECTIVES,
     collective_counts,
     compiled_collective_counts,

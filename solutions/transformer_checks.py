@@ -26,8 +26,8 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from jaxcourse.exercises import random_calls
-from jaxcourse.exercises.observation import Choice, Spec, choice
-from jaxcourse.exercises.observation import spec as as_spec
+from jaxcourse.exercises.checking.observation import Choice, Spec, choice
+from jaxcourse.exercises.checking.observation import spec as as_spec
 from jaxcourse.transformer import Config, Precision
 
 #: An input builder: ``inputs(rng)`` returns the arguments of one case.
@@ -113,7 +113,7 @@ def spec_table(out: Any) -> dict[str, Spec]:
     Each spec is padded with ``None`` to 3 dimensions (``P()`` and
     ``P(None, None, None)`` mean the same; ``("model",)`` is ``"model"``), and
     compared dimension by dimension
-    (:class:`~jaxcourse.exercises.observation.Spec`).
+    (:class:`~jaxcourse.exercises.checking.observation.Spec`).
     """
     if not isinstance(out, dict):
         raise TypeError(f"return a dict of PartitionSpecs keyed by {list(WEIGHTS)}, "

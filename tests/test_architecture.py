@@ -24,6 +24,12 @@ ROOT = Path(__file__).resolve().parents[1]
 ARCHITECTURE = ROOT / "ARCHITECTURE.md"
 PACKAGES = ("jaxcourse", "solutions")
 MAX_LINES = 600
+#: The exercise engine: its subpackages have an order of their own.
+ENGINE = "jaxcourse.exercises"
+#: The modules allowed at the engine's top, beside its subpackages.
+ENGINE_TOP = ("__init__.py",)
+LAYERS_HEADING = "## Layers, bottom first"
+ENGINE_HEADING = "## The engine's subpackages, bottom first"
 
 
 # ---------------------------------------------------------------------------
@@ -89,14 +95,21 @@ def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
     return {name: imports_of(name, path, files) for name, path in files.items()}
 
 
-def layers_from(text: str) -> list[tuple[str, list[str]]]:
-    """Read ARCHITECTURE.md's layer table: ``(layer, [module prefixes])``, bottom first.
+def section(text: str, heading: str) -> str:
+    """The part of ``text`` under ``heading``, up to the next heading of its level."""
+    parts = text.split(heading + "\n", 1)
+    return parts[1].split("\n## ", 1)[0] if len(parts) == 2 else ""
+
+
+def layers_from(text: str,
+                heading: str = LAYERS_HEADING) -> list[tuple[str, list[str]]]:
+    """Read the table under ``heading``: ``(layer, [module prefixes])``, bottom first.
 
     A row of the table starts with the layer's number; its second cell names
     the modules (or packages) in backticks.
     """
     rows = []
-    for line in text.splitlines():
+    for line in section(text, heading).splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if len(cells) >= 3 and re.fullmatch(r"\d+", cells[0]):
             rows.append((int(cells[0]), cells[1], re.findall(r"`([\w.]+)`", cells[2])))
@@ -245,6 +258,29 @@ def test_every_long_module_has_a_reason(document) -> None:
                        f"lines: {stale}")
 
 
+def test_the_engines_subpackages_import_only_downward(document, graph) -> None:
+    rows = layers_from(document, ENGINE_HEADING)
+    assert len(rows) >= 5, "ARCHITECTURE.md's table of the engine's subpackages"
+    inside = {m: {d for d in deps if d == ENGINE or d.startswith(ENGINE + ".")}
+              for m, deps in graph.items()
+              if m == ENGINE or m.startswith(ENGINE + ".")}
+    problems = upward_imports(inside, rows)
+    assert not problems, "\n".join(problems)
+    # The package's __init__ is the top row: what a notebook imports, never
+    # what the engine's own modules import.
+    assert [prefixes for _, prefixes in rows][-1] == [ENGINE]
+
+
+def test_every_engine_module_sits_in_a_subpackage(document) -> None:
+    subpackages = [prefix for _, prefixes in layers_from(document, ENGINE_HEADING)
+                   for prefix in prefixes if prefix != ENGINE]
+    loose = [m for m in module_files() if m.startswith(ENGINE + ".")
+             and not any(m == p or m.startswith(p + ".") for p in subpackages)]
+    assert not loose, f"{ENGINE}'s modules in no subpackage of ARCHITECTURE.md: {loose}"
+    top = sorted(p.name for p in (ROOT / Path(*ENGINE.split("."))).glob("*.py"))
+    assert top == sorted(ENGINE_TOP), top
+
+
 def test_the_engine_never_imports_the_content(graph) -> None:
     engine = {m: deps for m, deps in graph.items() if m.startswith("jaxcourse.")}
     wrong = {m: sorted(d for d in deps if d.startswith("solutions"))
@@ -289,6 +325,21 @@ def test_a_function_level_import_counts(tmp_path) -> None:
     assert graph["jaxcourse.low"] == {"jaxcourse.high"}
     assert graph["jaxcourse.high"] == {"jaxcourse.low"}
     assert circles(graph) == [["jaxcourse.high", "jaxcourse.low"]]
+
+
+def test_a_table_is_read_only_under_its_heading() -> None:
+    text = ("## Layers, bottom first\n| 1 | low | `a` | x |\n| 2 | high | `b` | y |\n"
+            "## Other\n| 1 | other | `c` | z |\n")
+    assert layers_from(text) == [("1 low", ["a"]), ("2 high", ["b"])]
+    assert layers_from(text, "## Other") == [("1 other", ["c"])]
+    assert layers_from(text, "## Missing") == []
+
+
+def test_a_subpackage_importing_the_engines_init_is_found() -> None:
+    rows = [("1 checking", [f"{ENGINE}.checking"]), ("2 public names", [ENGINE])]
+    graph = {f"{ENGINE}.checking.spec": {ENGINE}, ENGINE: {f"{ENGINE}.checking.spec"}}
+    problems = upward_imports(graph, rows)
+    assert len(problems) == 1 and problems[0].startswith(f"{ENGINE}.checking.spec")
 
 
 def test_the_reasons_are_read_only_with_a_reason() -> None:

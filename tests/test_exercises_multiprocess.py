@@ -22,7 +22,7 @@ from jax.experimental import multihost_utils
 from processes import assert_no_children_left
 
 from jaxcourse.exercises import check
-from jaxcourse.exercises.explorers_multiprocess import (
+from jaxcourse.exercises.widgets.explorers_multiprocess import (
     BatchSplitExplorer,
     draw_layout,
     layout_table,

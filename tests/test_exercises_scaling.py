@@ -267,7 +267,7 @@ def test_tp_mlp_check_compiles_two_programs_and_names_shard_maps_error() -> None
         import jax
         import numpy as np
         from jaxcourse.exercises import check, get, observe_all
-        from jaxcourse.exercises.warm_cache import fresh_copy
+        from jaxcourse.exercises.authoring.warm_cache import fresh_copy
         from solutions.scaling_checks import mlp_inputs
 
         exercise = get("scaling.tp_mlp")

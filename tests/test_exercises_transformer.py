@@ -20,7 +20,7 @@ import pytest
 from exercise_answers import right, wrong
 
 from jaxcourse import transformer
-from jaxcourse.exercises.observation import Choice, choice
+from jaxcourse.exercises.checking.observation import Choice, choice
 
 NAMES = ("count_params", "bytes_per_param", "activation_bytes_per_token",
          "flops_per_token", "micro_batches", "tp_specs", "pipeline_micro_batches",

@@ -36,21 +36,18 @@ import nbformat
 import pytest
 
 from jaxcourse import course
-from jaxcourse.exercises import class_release, exercise_ids, get
-from jaxcourse.exercises.answerless import answer_functions
-from jaxcourse.exercises.release import (
-    ReleaseError,
-    chapter_of,
-    publish_solutions,
-    write_release,
-)
-from jaxcourse.exercises.release_stubs import (
+from jaxcourse.exercises import exercise_ids, get
+from jaxcourse.exercises.authoring.answerless import answer_functions
+from jaxcourse.exercises.authoring.release_stubs import (
     body_key,
     functions_in,
     release_install_cell,
     stub_source,
 )
-from jaxcourse.exercises.widgets import CheckPanel
+from jaxcourse.exercises.checking import class_release
+from jaxcourse.exercises.release.cli import publish_solutions
+from jaxcourse.exercises.release.writer import ReleaseError, chapter_of, write_release
+from jaxcourse.exercises.widgets.panel import CheckPanel
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = [chapter_of(t) for t in course.topics()]
@@ -144,7 +141,7 @@ def test_a_stub_keeps_names_signatures_docstrings_and_decorators() -> None:
             f"raise withheld(__name__, '{name}')"
     assert "# the answer" not in stubbed and "x * x" not in stubbed
     assert "from __future__ import annotations\n" \
-        "from jaxcourse.exercises.class_release import withheld\n" in stubbed
+        "from jaxcourse.exercises.checking.class_release import withheld\n" in stubbed
     with pytest.raises(ValueError, match="_inputs_missing"):
         stub_source(MODULE, ["_inputs_missing"])
 
@@ -426,7 +423,7 @@ if int(devices) > 1:
     use_cpu_devices(int(devices))
 import jaxcourse, solutions
 import jaxcourse.exercises as engine
-from jaxcourse.exercises import registry
+from jaxcourse.exercises.checking import registry
 ids = engine.exercise_ids(chapter)
 stub = importlib.import_module(module_name)
 for imported in (jaxcourse, solutions, stub):

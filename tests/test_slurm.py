@@ -25,7 +25,7 @@ from processes import alive
 from slurm_cluster import slurm_cluster  # noqa: F401  (a fixture)
 
 from jaxcourse import slurm
-from jaxcourse.exercises.registry import get
+from jaxcourse.exercises.checking.registry import get
 from jaxcourse.launch import RankFailedError
 from jaxcourse.launch.output import SrunLines
 from solutions import multiprocess_cases, multiprocess_harness
