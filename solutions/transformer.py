@@ -212,7 +212,10 @@ NOT_STAGE_3 = (0, 1, -1)
 #: zero_bytes_per_device: one stage behind splits nothing at stage 1 and
 #: keeps the weights whole at stage 3: only stage 2 tells it from those.
 NOT_STAGE_1 = (1, 2, -1)
-STAGE_2 = (1, -1)
+#: zero_bytes_per_device: at stage 2 in 'mixed' the master (4 bytes) and the
+#: float32 gradients (4 bytes) weigh the same, so keeping the master whole and
+#: being one stage behind give one number there: each is named elsewhere.
+NOT_STAGE_2 = (0, 2, -1)
 SPEC_CODES = "each spec compared by its mesh axes' names"
 
 
@@ -297,9 +300,9 @@ register(
         hints=[
             "A dtype knows how many bytes one of its numbers takes: look for the "
             "attribute of jnp.dtype(...) that says it.",
-            "The step computes with a copy in the compute dtype, and its "
-            "gradients come in that dtype. A master copy is needed only when the "
-            "stored dtype differs from it.",
+            "The step computes with a copy in the compute dtype, and in ZeRO's "
+            "accounting its gradients come in that dtype. A master copy is needed "
+            "only when the stored dtype differs from it.",
             "Adam keeps two moments per parameter. Between two steps, what "
             "survives is the stored weights and the moments: the step's "
             "arguments.",
@@ -310,7 +313,9 @@ register(
                     wrong.bytes_master_always),
             Mistake("Adam keeps two moments per parameter (a mean and a mean of "
                     "squares)", wrong.bytes_one_moment, cases=NOT_MIXED),
-            Mistake("the gradients are made in the dtype the step computes in",
+            Mistake("in ZeRO's accounting, which this exercise asks for, the "
+                    "gradients are in the dtype the step computes in (the course's "
+                    "own step keeps float32 ones: the chapter's 18 bytes)",
                     wrong.bytes_grads_stored),
             Mistake("Adam's moments have a dtype of their own: precision.moments",
                     wrong.bytes_moments_compute, cases=ON_RANDOM),
@@ -643,7 +648,8 @@ register(
         ],
         mistakes=[
             Mistake("stage 1 splits the optimizer's whole state: Adam's moments "
-                    "and the master weights", wrong.zero_master_not_split),
+                    "and the master weights", wrong.zero_master_not_split,
+                    cases=NOT_STAGE_2),
             Mistake("one stage too far: stage 1 splits the optimizer's state, 2 "
                     "the gradients too, 3 the weights too", wrong.zero_stage_too_far,
                     cases=STAGE_1),
@@ -663,11 +669,15 @@ register(
                     wrong.zero_stored_only, cases=NOT_STAGE_3),
             Mistake("one stage behind: stage 1 already splits the optimizer's state "
                     "(master and moments), 2 the gradients, 3 the weights",
-                    wrong.zero_stage_behind, cases=STAGE_2),
+                    wrong.zero_stage_behind, cases=ON_RANDOM),
             Mistake("LLaMA-3's output layer is a table of its own (untied): count "
                     "both vocab × d tables", wrong.zero_tied_tables),
             Mistake("these are gigabytes: the answer is in bytes",
                     wrong.zero_in_gigabytes),
+            Mistake("the state is the course's step's (transformer.bytes_per_param): "
+                    "in mixed precision its gradients are float32, 4 bytes, not "
+                    "exercise 2's 2 bytes of ZeRO's accounting",
+                    wrong.zero_zero_paper_grads),
         ],
     ),
     Exercise(

@@ -360,12 +360,30 @@ def mesh_choice(out: Any) -> Choice:
 
 
 def _critical(cfg: Config, hw: Any, chips: int, seq: int,
-              tps: tuple[int, ...] = (1, 2, 4, 8)) -> dict[int, float]:
+              tps: tuple[int, ...] = (1, 2, 4, 8),
+              within: bool = False) -> dict[int, float]:
+    """Give each ``tp``'s critical batch.
+
+    ``within`` prices a data axis of at most a node's GPUs as if it stayed
+    inside one: a slip the cases must show.
+    """
     from jaxcourse import transformer
 
+    def across(tp: int) -> bool:
+        return (chips // tp if within else chips) > hw.node_chips
+
     return {tp: transformer.critical_batch(cfg, "FSDP + TP", hw, seq, chips // tp, tp,
-                                           across_nodes=chips > hw.node_chips)
+                                           across_nodes=across(tp))
             for tp in tps if chips % tp == 0}
+
+
+def _least_tp(critical: dict[int, float], hw: Any, chips: int,
+              tokens: float) -> int | None:
+    """Give the least ``tp`` (in a node) whose step is compute-bound, or ``None``."""
+    for tp in sorted(critical):
+        if hw.node_chips % tp == 0 and tokens / chips >= critical[tp]:
+            return tp
+    return None
 
 
 def mesh_calls(count: int = 24) -> Inputs:
@@ -383,8 +401,18 @@ def mesh_calls(count: int = 24) -> Inputs:
     answer. Priced as the scaling book prices the network (the node's egress
     shared by the ``"data"`` axis's GPUs in it), tensor parallelism lowers
     the critical batch inside one node only: that case is the node of 6.
+
+    Every batch is a real one: whole sequences, as many for each data group
+    of the answer's mesh (of the widest mesh when the answer is ``None``), so
+    that no group is handed part of a sequence. A draw that the rounding
+    moves out of its case is drawn again.
     """
     from jaxcourse.scaling import HARDWARE
+
+    def whole_sequences(chips: int, seq: int, per_chip: float, groups: int) -> float:
+        # The nearest batch of whole sequences, as many for each data group.
+        sequences = groups * max(1, round(per_chip * chips / seq / groups))
+        return float(sequences * seq)
 
     def make(rng: np.random.Generator, k: int) -> tuple:
         # One node (4 or 8 GPUs), 2 nodes, and many: the "data" axis then
@@ -396,21 +424,39 @@ def mesh_calls(count: int = 24) -> Inputs:
             cfg, hw = random_config(rng), HARDWARE[GPUS[k % 2]]
             chips = int(rng.choice(counts))
             seq = int(rng.choice((2048, 4096, 8192)))
-            finite = {tp: c for tp, c in _critical(cfg, hw, chips, seq).items()
-                      if 0 < c < float("inf")}
-            if finite:
-                break
-        three = _critical(cfg, hw, chips, seq, (3,)).get(3, 0.0)
-        if k % 4 == 3:
-            per_chip = min(finite.values()) * rng.uniform(0.5, 0.95)
-        elif k % 4 == 2 and 0 < three < min(finite.get(2, 0.0), finite.get(1, 0.0)):
-            # Between what a tp of 3 needs and what 2 needs: 3 divides the
-            # chips but not a node's 8 GPUs, so the answer is the next tp
-            # that does (4), and a tp of 3, straddling nodes, is wrong.
-            per_chip = min(three * rng.uniform(1.0, 1.1), (three + finite[2]) / 2)
-        else:
-            per_chip = float(rng.choice(list(finite.values()))) * rng.uniform(1.0, 1.3)
-        return cfg, hw, chips, float(int(per_chip) * chips + chips), seq
+            critical = _critical(cfg, hw, chips, seq)
+            finite = {tp: c for tp, c in critical.items() if 0 < c < float("inf")}
+            if not finite:
+                continue
+            three = _critical(cfg, hw, chips, seq, (3,)).get(3, 0.0)
+            window = 0 < three < min(finite.get(2, 0.0), finite.get(1, 0.0))
+            widest = max(t for t in critical if hw.node_chips % t == 0)
+            if k % 4 == 3:
+                target = None
+                per_chip = min(finite.values()) * rng.uniform(0.5, 0.95)
+            elif k % 4 == 2 and window:
+                # Between what a tp of 3 needs and what 2 needs: 3 divides the
+                # chips but not a node's 8 GPUs, so the answer is the next tp
+                # that does (4), and a tp of 3, straddling nodes, is wrong.
+                per_chip = min(three * rng.uniform(1.0, 1.1), (three + finite[2]) / 2)
+                target = _least_tp(critical, hw, chips, per_chip * chips)
+            else:
+                target = int(rng.choice(list(finite)))
+                per_chip = finite[target] * rng.uniform(1.0, 1.3)
+            tokens = whole_sequences(chips, seq, per_chip, chips // (target or widest))
+            if _least_tp(critical, hw, chips, tokens) != target:
+                continue  # the rounding moved the batch to another mesh
+            if k % 4 == 2 and window and tokens / chips < three:
+                continue  # no longer where a tp of 3 would be compute-bound
+            if k % 8 == 6 and not (window and tokens / chips >= three):
+                continue  # the node of 6 is drawn for its tp of 3: keep it
+            if k % 8 == 1 and _least_tp(_critical(cfg, hw, chips, seq, within=True),
+                                        hw, chips, tokens) == target:
+                # One case in eight is where the "data" axis leaves the node
+                # though it has no more GPUs than a node (fsdp <= node_chips
+                # < chips): pricing it as inside the node picks another mesh.
+                continue
+            return cfg, hw, chips, tokens, seq
 
     def show(cfg: Config, hw: Any, chips: int, tokens: float, seq: int) -> str:
         return (f"{show_config(cfg)}, HARDWARE[{hw.name!r}], {chips}, "

@@ -731,6 +731,16 @@ def zero_tied_tables(cfg, stage, devices, precision):
         untied - cfg.vocab * cfg.d_model) / untied
 
 
+def zero_zero_paper_grads(cfg, stage, devices, precision):
+    """Count the gradients in the compute dtype (exercise 2's, ZeRO's accounting)."""
+    per = dict(transformer.bytes_per_param(precision))
+    per["grads"] = jnp.dtype(transformer.PRECISIONS[precision].compute).itemsize
+    n = transformer.param_count(cfg)
+    split = {"master": True, "adam": True, "grads": stage >= 2, "weights": stage >= 3}
+    return float(sum(per[part] * n / (devices if cut else 1)
+                     for part, cut in split.items()))
+
+
 def zero_in_gigabytes(cfg, stage, devices, precision):
     """Return gigabytes (1e9 bytes), as the chapter's table prints them."""
     return _zero_stages(cfg, stage, devices, precision) / 1e9

@@ -152,8 +152,13 @@ def test_bytes_and_zero_match_the_library() -> None:
     from solutions.transformer import bytes_per_param, zero_bytes_per_device
     from solutions.transformer_checks import random_config
 
+    # Exercise 2 is ZeRO's accounting (gradients in the compute dtype); the
+    # library's is the course's step (gradients of the stored weights).
     for name, scheme in transformer.PRECISIONS.items():
-        assert bytes_per_param(scheme) == transformer.bytes_per_param(name)
+        step = transformer.bytes_per_param(name)
+        compute = np.dtype(scheme.compute).itemsize
+        assert bytes_per_param(scheme) == step | {
+            "grads": compute, "total": step["total"] - step["grads"] + compute}
     rng = np.random.default_rng(8)
     for stage in (1, 2, 3):
         for name in transformer.PRECISIONS:
@@ -205,3 +210,18 @@ def test_activations_match_jaxs_saved_residuals() -> None:
         per_token = residual_bytes(blocks) / (2 * batch * seq)
         assert activation_bytes_per_token(cfg, remat, precision) == per_token, (
             cfg, remat, precision, blocks)
+
+
+def test_every_mesh_case_is_a_real_batch() -> None:
+    """Each random batch of pick_mesh is whole sequences, as many per data group."""
+    from solutions.transformer import pick_mesh
+    from solutions.transformer_checks import mesh_calls
+
+    for seed in range(3):
+        (calls,) = mesh_calls()(np.random.default_rng(seed))
+        for label, (cfg, hw, chips, tokens, seq) in calls:
+            sequences = tokens / seq
+            assert sequences == int(sequences) >= 1, label
+            mesh = pick_mesh(cfg, hw, chips, tokens, seq)
+            if mesh is not None:
+                assert int(sequences) % mesh[0] == 0, (label, mesh)

@@ -56,9 +56,16 @@ def test_the_plan_is_the_chapters_formula():
     blocks = cfg.layers * cfg.d_model * 2
     assert plan["activations"] == (blocks + head) * 8192
     assert plan["total"] == plan["state"] + plan["step"] + plan["activations"]
-    # Sequence parallelism splits the blocks' residuals over "model", not the head's.
+    # Sequence parallelism splits the blocks' residuals over "model"; in the
+    # head, the split vocabulary its log-softmax (4 vocab / 8) and the split
+    # sequence the final norm's float32 part ((8 d + 8) / 8); the output
+    # layer's gathered bfloat16 input (2 d) and three numbers stay whole.
     sp = transformer.memory_plan(cfg, "TP + SP", 1, 8, 8192, sequences=2)
-    assert sp["activations"] == blocks * 8192 * 2 // 8 + head * 8192 * 2
+    sp_head = (8 * cfg.d_model + 8) // 8 + 2 * cfg.d_model + 4 * cfg.vocab // 8 + 12
+    assert sp["activations"] == blocks * 8192 * 2 // 8 + sp_head * 8192 * 2
+    # Tensor parallelism alone splits the log-softmax only.
+    tp = transformer.memory_plan(cfg, "TP", 1, 8, 8192)
+    assert tp["activations"] == (blocks + head - 4 * cfg.vocab * 7 // 8) * 8192
     dots = transformer.memory_plan(cfg, "FSDP", 8, 1, 8192, remat="dots")
     assert dots["activations"] > plan["activations"]
     with pytest.raises(ValueError, match="scores"):

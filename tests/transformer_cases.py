@@ -120,11 +120,12 @@ def test_the_state_per_device_is_the_compiled_steps_arguments(
     tokens = 2 * BATCH * SEQ * 4 // shape[0]   # inputs and targets, int32
     assert memory["arguments"] == state["total"] + tokens
     # The table's stored bytes per parameter, each part over the devices it
-    # is split over: the matrices over all of them (data parallelism: none),
-    # the embeddings and norms over "data" only.
+    # is split over: the matrices and the embedding tables over all of them
+    # (data parallelism: none; tensor parallelism splits the tables by the
+    # vocabulary), the norms over "data" only.
     stored = transformer.bytes_per_param(precision)["stored"]
     parts = transformer.param_parts(SMALL)
-    matrices = parts["attention"] + parts["mlp"]
+    matrices = parts["attention"] + parts["mlp"] + 2 * SMALL.vocab * SMALL.d_model
     rest = parts["total"] - matrices
     split = {"data parallel": (1, 1), "FSDP": (8, 8), "FSDP + TP": (8, 4)}[layout]
     assert state["params"] + state["adam"] == stored * (matrices // split[0]

@@ -10,10 +10,12 @@ pass's FLOPs; :func:`step_time`, :func:`critical_batch` (per chip) and
 :func:`best_fsdp_tp` build on it.
 
 The convention, stated once: a bandwidth here is **bytes per second one chip
-sends**, one way, summed over the links a ring collective along one mesh axis
-uses at once. A ring that closes (wraparound, or a switch) sends half of its
-pieces each way round, over two links; a line without wraparound forwards
-every piece the same way, over one (the scaling book's convention; see
+sends**, summed over the links a ring collective along one mesh axis uses at
+once (what it receives meanwhile is not added). A ring that closes
+(wraparound, or a switch) sends half of its pieces each way round, over two
+links: the figure the scaling book's table calls *bidi* (bidirectional); a
+line without wraparound forwards every piece the same way, over one link:
+the book's *one-way* figure (*How to Think About TPUs*; see
 ``book/references.md``).
 
 Which axes wrap around is the scaling book's rule (*How to Think About TPUs*):

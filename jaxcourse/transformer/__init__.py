@@ -49,6 +49,7 @@ from .layouts import (
     MODEL,
     Layout,
     batch_spec,
+    check_vocab,
     layout_hooks,
     layout_switches,
     param_specs,
@@ -56,6 +57,8 @@ from .layouts import (
     sharded_grad_fn,
     sharded_step,
     spec_tree,
+    vocab_lookup,
+    vocab_target_logp,
 )
 from .memory import activation_bytes, residuals_per_token, state_bytes, zero_bytes
 from .model import (
@@ -112,7 +115,8 @@ __all__ = [
     "PRECISIONS", "PUBLISHED_PARAMS", "REMAT_POLICIES", "SCHEDULES", "STAGE",
     "CharTokenizer",
     "Config", "Hooks", "Layout", "Precision", "activation_bytes", "attention",
-    "batch_spec", "batches", "block", "blocks", "bubble_fraction", "bytes_per_param",
+    "batch_spec", "batches", "check_vocab", "block", "blocks", "bubble_fraction",
+    "bytes_per_param",
     "default_feed", "gpipe_grad", "gpipe_grad_memory", "in_flight",
     "micro_batch_residuals",
     "compile_in_subprocess", "compile_report", "compile_step", "critical_batch",
@@ -124,5 +128,6 @@ __all__ = [
     "predicted_collectives", "residuals_per_token", "rms_norm", "rope",
     "sharded_grad_fn", "sharded_step",
     "spec_tree", "state_bytes", "step_time", "train", "zero_bytes",
+    "vocab_lookup", "vocab_target_logp",
     "zero_collectives", "zero_specs", "zero_step",
 ]

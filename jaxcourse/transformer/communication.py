@@ -56,8 +56,18 @@ def predicted_collectives(cfg: Config, layout: str, batch: int, seq: int,
         ``(batch/data, seq, d)`` activation over ``"model"`` once forward and
         once backward; sequence parallelism instead all-gathers it forward
         and reduce-scatters it forward, and the transposes of the two
-        backward. Last, the loss (a float32 number) is averaged over the
-        devices that saw different tokens.
+        backward. Tensor parallelism splits the vocabulary too (Megatron-LM's
+        ``VocabParallelEmbedding`` and ``vocab_parallel_cross_entropy``):
+        the embedding's lookup is summed over ``"model"`` (an all-reduce of
+        the ``(batch/data, seq, d)`` activation; with sequence parallelism a
+        reduce-scatter, after an all-gather of the int32 tokens), the loss
+        takes three all-reduces of one float32 number per token (the
+        logits' maximum, the sum of their exponentials, the target's logit),
+        and the output layer's input gradient is all-reduced backward (with
+        sequence parallelism the input is all-gathered forward, the targets
+        too, and its gradient reduce-scattered backward). Last, the loss (a
+        float32 number) is averaged over ``"data"``: with the vocabulary
+        split, every ``"model"`` device scores the same tokens.
     """
     lay = layout_switches(layout)
     specs = param_specs(layout)
@@ -76,12 +86,20 @@ def predicted_collectives(cfg: Config, layout: str, batch: int, seq: int,
         if group > 1:
             found.append(Collective("all-reduce", piece, group))
     activation = batch // data * seq * cfg.d_model * itemsize
+    per_token = batch // data * seq * 4          # a float32 (or an int32) a token
     if lay.sp:
-        found += [Collective("all-gather", activation, model)] * 4
-        found += [Collective("reduce-scatter", activation, model)] * 4
+        # The blocks' four gathers and four scatters, and the two ends':
+        # the embedding's scatter forward (its gather backward), the output
+        # layer's gather forward (its scatter backward); the tokens and the
+        # targets gathered.
+        found += [Collective("all-gather", activation, model)] * 6
+        found += [Collective("reduce-scatter", activation, model)] * 6
+        found += [Collective("all-gather", per_token, model)] * 2
     elif lay.tp:
-        found += [Collective("all-reduce", activation, model)] * 4
-    tokens_split = data * (model if lay.sp else 1)
-    if tokens_split > 1:
-        found.append(Collective("all-reduce", 4, tokens_split))
+        # The blocks' four, the embedding's sum, the output layer's backward.
+        found += [Collective("all-reduce", activation, model)] * 6
+    if lay.tp:
+        found += [Collective("all-reduce", per_token, model)] * 3
+    if data > 1:
+        found.append(Collective("all-reduce", 4, data))
     return [c for c in found if c.group > 1]

@@ -3,8 +3,10 @@
 A layout (:data:`LAYOUTS`) is three switches: ``fsdp`` cuts every weight
 over the ``"data"`` axis and gathers it where it is used (ZeRO-3); ``tp``
 splits attention by heads and the MLP by hidden units over ``"model"``
-(Megatron-LM); ``sp`` keeps the activations between the sub-blocks (the
-norms' inputs and outputs) split along the sequence over ``"model"`` too.
+(Megatron-LM), and the embedding and the output layer by the vocabulary
+(:func:`vocab_lookup`, :func:`vocab_target_logp`); ``sp`` keeps the
+activations between the sub-blocks (the norms' inputs and outputs) split
+along the sequence over ``"model"`` too.
 The batch is always split over ``"data"``. :func:`param_specs` says where
 each weight lives, :func:`layout_hooks` gives :class:`~.model.Hooks` that
 put in the collectives, and :func:`sharded_grad_fn` / :func:`sharded_step`
@@ -18,6 +20,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 from .config import Config
@@ -26,7 +29,8 @@ from .training import make_grad_fn, optimizer_for
 
 __all__ = ["DATA", "LAYOUTS", "MODEL", "Layout", "batch_spec", "layout_hooks",
            "layout_switches",
-           "param_specs", "place", "sharded_grad_fn", "sharded_step", "spec_tree"]
+           "check_vocab", "param_specs", "place", "sharded_grad_fn", "sharded_step",
+           "spec_tree", "vocab_lookup", "vocab_target_logp"]
 
 DATA, MODEL = "data", "model"
 _COLUMNS = ("wq", "wk", "wv", "w_gate", "w_up")   # (layers, d, out): split out
@@ -65,8 +69,12 @@ def param_specs(layout: str) -> dict[str, P]:
     Tensor parallelism splits the queries, keys, values, gate and up
     projections by their output columns (heads, hidden units) and the two
     output projections by their input rows, so that each device computes a
-    partial sum of each sub-block's output. FSDP cuts the other dimension of
-    each matrix, every norm's scale and the embedding tables over ``"data"``.
+    partial sum of each sub-block's output; it splits the embedding (vocab ×
+    d) and the output layer (d × vocab) by the vocabulary, as Megatron-LM's
+    ``VocabParallelEmbedding`` and its output layer do. FSDP cuts the other
+    dimension of each matrix, and every norm's scale, over ``"data"``; the
+    embedding tables along the vocabulary, or along ``d`` where tensor
+    parallelism has the vocabulary.
     """
     lay = layout_switches(layout)
     f = DATA if lay.fsdp else None
@@ -74,8 +82,99 @@ def param_specs(layout: str) -> dict[str, P]:
     specs = {name: P(None, f, m) for name in _COLUMNS}
     specs |= {name: P(None, m, f) for name in _ROWS}
     specs |= {name: P(None, f) for name in _NORMS}
-    specs |= {"embed": P(f, None), "final_norm": P(f), "unembed": P(f, None)}
+    if lay.tp:
+        specs |= {"embed": P(m, f), "final_norm": P(f), "unembed": P(f, m)}
+    else:
+        specs |= {"embed": P(f, None), "final_norm": P(f), "unembed": P(f, None)}
     return specs
+
+
+def check_vocab(cfg: Config, layout: str, model: int) -> None:
+    """Refuse a vocabulary that ``model`` devices cannot split evenly.
+
+    Megatron-LM pads the vocabulary instead (``--make-vocab-size-divisible-by``,
+    128 by default, times the tensor-parallel size), adding rows no token
+    uses. The course refuses: padding would change the model's parameters
+    (their count, their init, the state's bytes), and a split step would no
+    longer equal the one-device step it is tested against. LLaMA-3's 128,256
+    words are 2^8 · 501: any power of two up to 256 splits them.
+
+    Raises
+    ------
+    ValueError
+        If ``layout`` splits the vocabulary and ``model`` does not divide it.
+    """
+    if layout_switches(layout).tp and cfg.vocab % model:
+        raise ValueError(f"tensor parallelism splits the vocabulary over {model} "
+                         f"devices; {cfg.vocab} words do not split evenly (Megatron "
+                         "pads the vocabulary; the course does not: pick a model "
+                         "axis that divides it)")
+
+
+def _mine(tokens: jax.Array, local: int) -> tuple[jax.Array, jax.Array]:
+    """Return ``tokens`` as rows of this device's slice, and where they are not mine.
+
+    Slice ``i`` of the vocabulary holds the words ``[i·local, (i+1)·local)``;
+    a word outside it becomes row ``local``, one past the end.
+    """
+    rows = tokens - jax.lax.axis_index(MODEL) * local
+    outside = (rows < 0) | (rows >= local)
+    return jnp.where(outside, local, rows), outside
+
+
+def vocab_lookup(embed: jax.Array, tokens: jax.Array, sequence: bool = False
+                 ) -> jax.Array:
+    """Embed ``tokens`` (batch, seq) from this device's rows of a split table.
+
+    Run inside ``shard_map``: ``embed`` is this device's ``vocab / model``
+    rows. Each device looks up the tokens in its range and writes zeros for
+    the others; the sum over ``"model"`` (``psum``) is then the whole lookup
+    (Megatron-LM, ``megatron/core/tensor_parallel/layers.py``,
+    ``VocabParallelEmbedding.forward``: ``output_parallel[input_mask, :] =
+    0.0``, then ``reduce_from_tensor_model_parallel_region``). With
+    ``sequence`` (sequence parallelism) the sum is scattered along the
+    sequence instead (``psum_scatter``; Megatron's
+    ``reduce_scatter_to_sequence_parallel_region``). Backward, the ``psum``
+    needs no communication (each device's rows take the whole gradient,
+    masked) and the ``psum_scatter`` becomes an all-gather.
+    """
+    rows, _ = _mine(tokens, embed.shape[0])
+    # A row past the end reads as zeros, and its gradient is dropped: the
+    # mask costs no (batch, seq, d) array kept for the backward pass.
+    x = jnp.take(embed, rows, axis=0, mode="fill", fill_value=0)
+    if sequence:
+        return jax.lax.psum_scatter(x, MODEL, scatter_dimension=1, tiled=True)
+    return jax.lax.psum(x, MODEL)
+
+
+def vocab_target_logp(x: jax.Array, unembed: jax.Array, targets: jax.Array
+                      ) -> jax.Array:
+    """Return each target's log-probability, from this device's slice of the logits.
+
+    Run inside ``shard_map``: ``unembed`` is this device's ``vocab / model``
+    columns, so ``x @ unembed`` is its slice of the logits, in float32. The
+    log-softmax over the whole vocabulary takes three collectives over
+    ``"model"``, of one number per token each (Megatron-LM,
+    ``megatron/core/tensor_parallel/cross_entropy.py``,
+    ``vocab_parallel_cross_entropy``): the row's maximum (``pmax``, for a
+    stable exponential; a constant for the gradient), the sum of the
+    exponentials (``psum``), and the target's logit, which one device holds
+    and the others write as zero (``psum``): ``log p = logit_target - max -
+    log Σ exp(logit - max)``. Backward, each device's gradient of ``x`` is a
+    partial sum over its slice of the vocabulary; JAX sums it over
+    ``"model"`` (the transpose of the implicit ``pcast`` of ``x`` to
+    varying: Megatron's ``copy_to_tensor_model_parallel_region``).
+    """
+    logits = (x @ unembed).astype(jnp.float32)
+    top = jax.lax.pmax(jax.lax.stop_gradient(jnp.max(logits, axis=-1, keepdims=True)),
+                       MODEL)
+    shifted = logits - top
+    total = jax.lax.psum(jnp.sum(jnp.exp(shifted), axis=-1, keepdims=True), MODEL)
+    rows, _ = _mine(targets, unembed.shape[-1])
+    picked = jnp.take_along_axis(shifted, rows[..., None], axis=-1, mode="fill",
+                                 fill_value=0)
+    picked = jax.lax.psum(picked, MODEL)
+    return picked - jnp.log(total)
 
 
 def spec_tree(tree: Any, layout: str) -> Any:
@@ -131,25 +230,32 @@ def layout_hooks(layout: str) -> Hooks:
         return out
 
     if lay.sp:
-        enter = lambda x: jax.lax.all_gather(x, MODEL, axis=1, tiled=True)  # noqa: E731
+        gather = lambda x: jax.lax.all_gather(x, MODEL, axis=1, tiled=True)  # noqa: E731
         leave = lambda x: jax.lax.psum_scatter(x, MODEL, scatter_dimension=1,  # noqa: E731
                                                tiled=True)
-        return Hooks(use, enter, leave)
+        # The embedding needs every position's token (a gather of int32s,
+        # small); the output layer every position's hidden state, as
+        # Megatron gathers the sequence before its output layer.
+        lookup = lambda e, t: vocab_lookup(e, gather(t), sequence=True)  # noqa: E731
+        return Hooks(use, gather, leave, lookup, gather, vocab_target_logp)
     if lay.tp:
         # Megatron-LM's pair: entering, the same activation on every device,
         # marked as about to vary (no communication forward; backward, one
         # all-reduce of its gradient, rather than one per projection that
         # reads it); leaving, the partial outputs summed.
         return Hooks(use, enter=lambda x: jax.lax.pcast(x, MODEL, to="varying"),
-                     leave=lambda x: jax.lax.psum(x, MODEL))
+                     leave=lambda x: jax.lax.psum(x, MODEL), lookup=vocab_lookup,
+                     target_logp=vocab_target_logp)
     return Hooks(use)
 
 
 def _reduce(layout: str) -> Callable[[jax.Array], jax.Array]:
     # The loss is a mean over the tokens: each device's mean, averaged over
-    # the devices holding different tokens.
-    axes = (DATA, MODEL) if layout_switches(layout).sp else (DATA,)
-    return lambda value: jax.lax.pmean(value, axes)
+    # the devices holding different tokens. With a split vocabulary every
+    # "model" device scores the same tokens (sequence parallelism gathers
+    # the sequence before the output layer): the mean is the same on each.
+    layout_switches(layout)
+    return lambda value: jax.lax.pmean(value, DATA)
 
 
 def sharded_grad_fn(cfg: Config, layout: str, mesh: Any, precision: str = "float32",
@@ -160,6 +266,7 @@ def sharded_grad_fn(cfg: Config, layout: str, mesh: Any, precision: str = "float
     ``jax.shard_map`` on ``mesh`` (axes ``"data"`` and ``"model"``); the
     gradients come back laid out as the weights.
     """
+    check_vocab(cfg, layout, mesh.shape[MODEL])
     per_device = make_grad_fn(cfg, precision, layout_hooks(layout), remat, micro,
                               _reduce(layout))
 
@@ -181,6 +288,7 @@ def sharded_step(cfg: Config, layout: str, mesh: Any, precision: str = "float32"
     moments: with FSDP nothing of the state is stored twice. ``loss_chunk``
     is :func:`~.model.loss`'s ``chunk``.
     """
+    check_vocab(cfg, layout, mesh.shape[MODEL])
     per_device_grads = make_grad_fn(cfg, precision, layout_hooks(layout), remat, micro,
                                     _reduce(layout), loss_chunk=loss_chunk)
     optimizer = optimizer_for(precision, learning_rate)

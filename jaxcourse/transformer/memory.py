@@ -80,7 +80,8 @@ def zero_bytes(cfg: Config, stage: int, devices: int, precision: str = "mixed"
 
 
 def residuals_per_token(cfg: Config, remat: str = "full", precision: str = "mixed",
-                        chunked_loss: bool = False) -> dict[str, int]:
+                        chunked_loss: bool = False, layout: str = "data parallel",
+                        model: int = 1) -> dict[str, int]:
     """Return the bytes per token of the residuals JAX lists for a step, by formula.
 
     What :func:`activation_bytes` reads from ``print_saved_residuals``, counted
@@ -109,6 +110,16 @@ def residuals_per_token(cfg: Config, remat: str = "full", precision: str = "mixe
     token, several copies): it is measured (:func:`activation_bytes`), not
     planned.
 
+    Under a ``layout`` with tensor parallelism over ``model`` devices, per
+    token of the sequences a device scores, the log-softmax is its slice of
+    the vocabulary (``4 vocab / model``; :func:`~.layouts.vocab_target_logp`
+    keeps the exponentials of its slice and ``1 / Σ exp``, and no maximum);
+    with sequence parallelism too, the final norm runs on the device's slice
+    of the sequence (its ``8 d`` and two numbers divided by ``model``), and the
+    output layer's input, gathered, is kept whole (``c d``). The blocks' part
+    is per token of the blocks' input, whatever the layout
+    (:func:`~.planning.memory_plan` divides it where the sequence is split).
+
     Returns
     -------
     dict
@@ -116,6 +127,7 @@ def residuals_per_token(cfg: Config, remat: str = "full", precision: str = "mixe
     """
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}")
+    lay = layout_switches(layout)
     c = _itemsize(PRECISIONS[precision].compute)
     d, kv = cfg.d_model, cfg.kv_heads * (cfg.d_model // cfg.heads)
     per_layer = {"full": d, "names": 2 * d + cfg.hidden,
@@ -125,7 +137,15 @@ def residuals_per_token(cfg: Config, remat: str = "full", precision: str = "mixe
                          f"{remat!r}: without remat a block keeps attention's scores, "
                          "which activation_bytes measures")
     blocks = cfg.layers * c * per_layer[remat]
-    head = (8 + c) * d + (4 * 4 if chunked_loss else 4 * cfg.vocab + 5 * 4)
+    vocab_split = model if lay.tp else 1
+    seq_split = model if lay.sp else 1
+    # The final norm's float32 input and output and its two scalars; the
+    # output layer's c-byte input; two 4-byte numbers (the lookup's and the
+    # target's indices), then the log-softmax and one more number, or (in
+    # chunks) none.
+    norm = (8 * d + 2 * 4) // seq_split
+    loss_part = 0 if chunked_loss else 4 * cfg.vocab // vocab_split + 4
+    head = norm + c * d + 2 * 4 + loss_part
     return {"blocks": blocks, "head": head, "total": blocks + head}
 
 

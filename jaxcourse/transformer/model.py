@@ -13,6 +13,11 @@ collective: ``use`` on a dict of weights before they are used (FSDP gathers
 them: each block's at the top of the block), ``enter`` on a
 sub-block's normed input (sequence parallelism gathers the sequence) and
 ``leave`` on its output (tensor parallelism sums the partial outputs).
+Three more steer the ends of the model, where tensor parallelism splits the
+vocabulary (Megatron-LM's vocabulary-parallel embedding and cross-entropy):
+``lookup`` turns tokens into vectors, ``head`` prepares the last hidden
+states (and the targets) for the output layer, ``target_logp`` gives each
+target's log-probability.
 """
 
 from __future__ import annotations
@@ -38,12 +43,26 @@ def _same(x: jax.Array) -> jax.Array:
     return x
 
 
+def _lookup(embed: jax.Array, tokens: jax.Array) -> jax.Array:
+    """Return the rows of ``embed`` that ``tokens`` name."""
+    return jnp.take(embed, tokens, axis=0)
+
+
+def _target_logp(x: jax.Array, unembed: jax.Array, targets: jax.Array) -> jax.Array:
+    """Return each target's log-probability under ``x @ unembed``, in float32."""
+    logp = jax.nn.log_softmax((x @ unembed).astype(jnp.float32), axis=-1)
+    return jnp.take_along_axis(logp, targets[..., None], axis=-1)
+
+
 class Hooks(NamedTuple):
     """Where a layout steps into the model (see the module's docstring)."""
 
     use: Callable[[Params], Params] = _same
     enter: Callable[[jax.Array], jax.Array] = _same
     leave: Callable[[jax.Array], jax.Array] = _same
+    lookup: Callable[[jax.Array, jax.Array], jax.Array] = _lookup
+    head: Callable[[jax.Array], jax.Array] = _same
+    target_logp: Callable[[jax.Array, jax.Array, jax.Array], jax.Array] = _target_logp
 
 
 #: One device, no collectives.
@@ -171,7 +190,7 @@ def _final(params: Params, tokens: jax.Array, cfg: Config, hooks: Hooks,
            remat: str, unroll: bool) -> tuple[jax.Array, jax.Array]:
     """Return the last hidden states, normalised, and the output layer's weight."""
     outer = hooks.use({k: v for k, v in params.items() if k != "layers"})
-    x = jnp.take(outer["embed"], tokens, axis=0)
+    x = hooks.lookup(outer["embed"], tokens)
     x = blocks(params["layers"], x, cfg, hooks, remat, unroll)
     return rms_norm(x, outer["final_norm"], cfg.norm_eps), outer["unembed"]
 
@@ -180,16 +199,11 @@ def forward(params: Params, tokens: jax.Array, cfg: Config, hooks: Hooks = PLAIN
             remat: str = "none", unroll: bool = False) -> jax.Array:
     """Return the logits (batch, seq, vocab) for ``tokens`` (batch, seq).
 
-    ``remat`` and ``unroll`` are :func:`blocks`'.
+    ``remat`` and ``unroll`` are :func:`blocks`'. Under a layout that splits
+    the vocabulary, each device returns its slice of the vocabulary.
     """
     x, unembed = _final(params, tokens, cfg, hooks, remat, unroll)
-    return x @ unembed
-
-
-def _target_logp(x: jax.Array, unembed: jax.Array, targets: jax.Array) -> jax.Array:
-    """Return each target's log-probability under ``x @ unembed``, in float32."""
-    logp = jax.nn.log_softmax((x @ unembed).astype(jnp.float32), axis=-1)
-    return jnp.take_along_axis(logp, targets[..., None], axis=-1)
+    return hooks.head(x) @ unembed
 
 
 def loss(params: Params, inputs: jax.Array, targets: jax.Array, cfg: Config,
@@ -210,13 +224,16 @@ def loss(params: Params, inputs: jax.Array, targets: jax.Array, cfg: Config,
         If the sequence does not split into chunks of ``chunk``.
     """
     x, unembed = _final(params, inputs, cfg, hooks, remat, unroll)
+    # Sequence parallelism with a split vocabulary gathers the sequence here:
+    # every device then scores every position, for its slice of the words.
+    x, targets = hooks.head(x), hooks.head(targets)
     if not chunk:
-        return -jnp.mean(_target_logp(x, unembed, targets))
+        return -jnp.mean(hooks.target_logp(x, unembed, targets))
     batch, seq = targets.shape
     if seq % chunk:
         raise ValueError(f"a sequence of {seq} does not split into chunks of {chunk}")
     pieces = seq // chunk
     xs = x.reshape(batch, pieces, chunk, x.shape[-1]).swapaxes(0, 1)
     ts = targets.reshape(batch, pieces, chunk).swapaxes(0, 1)
-    piece = jax.checkpoint(lambda xc, tc: -jnp.sum(_target_logp(xc, unembed, tc)))
+    piece = jax.checkpoint(lambda xc, tc: -jnp.sum(hooks.target_logp(xc, unembed, tc)))
     return jnp.sum(jax.lax.map(lambda a: piece(*a), (xs, ts))) / targets.size

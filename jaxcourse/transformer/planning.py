@@ -62,8 +62,15 @@ def phase_bytes(cfg: Config, layout: str, tokens: float, data: int = 1, model: i
     reduce-scattered, over ``"data"``. Data parallelism all-reduces the
     gradients backward. Tensor parallelism all-reduces the ``(tokens / data,
     d)`` activation over ``"model"`` twice per block forward and twice
-    backward (sequence parallelism replaces each all-reduce by a
-    reduce-scatter and an all-gather: the same bytes). Priced on rings by
+    backward, and once more each way at the two ends of the model, whose
+    vocabulary it splits: the embedding's sum forward, the output layer's
+    input gradient backward (Megatron-LM's ``VocabParallelEmbedding`` and
+    ``ColumnParallelLinear`` output layer); the loss over the split
+    vocabulary adds three all-reduces forward of one float32 number per
+    token (``vocab_parallel_cross_entropy``'s maximum, sum of exponentials
+    and target logit). Sequence parallelism replaces each all-reduce of an
+    activation by a reduce-scatter and an all-gather (the same bytes), and
+    gathers the int32 tokens and targets forward. Priced on rings by
     :func:`jaxcourse.scaling.ring_bytes`; the loss's one number is left out.
     """
     lay = layout_switches(layout)
@@ -78,8 +85,13 @@ def phase_bytes(cfg: Config, layout: str, tokens: float, data: int = 1, model: i
         out["backward"]["data"] = ring_bytes("all-reduce", weights, data)
     if lay.tp:
         activation = tokens / data * cfg.d_model * itemsize
-        per_pass = 2 * cfg.layers * ring_bytes("all-reduce", activation, model)
-        out["forward"]["model"] = out["backward"]["model"] = per_pass
+        per_pass = (2 * cfg.layers + 1) * ring_bytes("all-reduce", activation, model)
+        per_token = tokens / data * 4
+        out["forward"]["model"] = per_pass + 3 * ring_bytes("all-reduce", per_token,
+                                                            model)
+        if lay.sp:
+            out["forward"]["model"] += 2 * ring_bytes("all-gather", per_token, model)
+        out["backward"]["model"] = per_pass
     return out
 
 
@@ -157,8 +169,9 @@ def memory_plan(cfg: Config, layout: str, data: int, model: int, seq: int,
     float32 log-softmax over the vocabulary is most of it under full remat),
     for the ``sequences`` of ``seq`` tokens each device computes (with
     ``loss_chunk``, the loss computed that many positions at a time, which
-    keeps no log-softmax); the blocks' part is split over ``"model"`` where
-    the layout splits the sequence.
+    keeps no log-softmax; under tensor parallelism, each device keeps its
+    slice of the vocabulary's); the blocks' part is split over ``"model"``
+    where the layout splits the sequence.
     ``total`` is their sum. It is a plan, not a compiler's figure: what it
     leaves out (attention's scores inside one block's backward pass, the
     compiler's own temporaries and choices) is what
@@ -167,7 +180,7 @@ def memory_plan(cfg: Config, layout: str, data: int, model: int, seq: int,
     state = state_bytes(cfg, layout, "mixed", data, model)["total"]
     step = state // 2
     split = model if layout_switches(layout).sp else 1
-    kept = residuals_per_token(cfg, remat, "mixed", chunked_loss=bool(loss_chunk))
+    kept = residuals_per_token(cfg, remat, "mixed", bool(loss_chunk), layout, model)
     tokens = seq * sequences
     activations = tokens * kept["blocks"] // split + tokens * kept["head"]
     return {"state": state, "step": step, "activations": activations,
@@ -228,7 +241,10 @@ def compile_report(compiled: Any) -> dict[str, Any]:
     ``memory`` is :func:`jaxcourse.scaling.compiled_memory`'s;
     ``collectives`` counts each ``(kind, bytes, group)`` found in the HLO
     (a loop's body counted once), and ``summary`` is
-    :func:`jaxcourse.scaling.collective_summary`'s.
+    :func:`jaxcourse.scaling.collective_summary`'s. Compiled for a TPU
+    slice, the child (:func:`main`) adds ``tpu_collectives``: each logical
+    collective as :func:`~.tpu_collectives.tpu_collectives` reads it, with
+    its count.
     """
     found = compiled_collectives(compiled)
     counts = Counter(found)
@@ -339,6 +355,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     report = compile_report(compiled)
     report["seconds"] = time.perf_counter() - started
+    if args.slice:
+        # The TPU prints collectives in forms compiled_collectives miscounts
+        # (async chains, all-reduces that gather or scatter): each logical
+        # one, with its form and the mesh axes it spans (.tpu_collectives).
+        from .tpu_collectives import tpu_collectives
+
+        counted = Counter(tpu_collectives(compiled, (args.data, args.model)))
+        report["tpu_collectives"] = sorted(([*c, n] for c, n in counted.items()),
+                                           key=lambda row: (not row[5], *row[:5]))
     print(json.dumps(report))
     return 0
 

@@ -729,6 +729,15 @@ def zero_tied(cfg, stage, devices, precision):  # one vocab table
     return sum(per[k] * n / (devices if split[k] else 1) for k in split)
 
 
+def zero_exercise2_grads(cfg, stage, devices, precision):  # 2-byte gradients
+    per = transformer.bytes_per_param(precision)
+    grads = jnp.dtype(transformer.PRECISIONS[precision].compute).itemsize
+    per = {**per, "grads": grads}
+    n = transformer.param_count(cfg)
+    split = {"master": 1, "adam": 1, "grads": stage >= 2, "weights": stage >= 3}
+    return sum(per[k] * n / (devices if split[k] else 1) for k in split)
+
+
 def zero_gb(cfg, stage, devices, precision):  # as the chapter's table prints
     return zero_from_library(cfg, stage, devices, precision) / 1e9
 

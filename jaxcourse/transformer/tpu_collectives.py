@@ -1,0 +1,593 @@
+r"""The collectives of a program compiled for a TPU slice, read as the TPU prints them.
+
+:func:`jaxcourse.scaling.compiled_collectives` reads XLA:CPU's HLO, where
+each collective is one instruction of the kind the program asked for. The
+TPU compiler (libtpu) prints the same step otherwise, and a reader that
+counts instructions miscounts it:
+
+- **Async chains.** An all-gather the compiler overlaps with the matrix
+  product that uses it is split into a start, continuations (each fused
+  with a piece of the product) and a done; each piece prints the whole
+  ``all-gather`` instruction again, all with one ``chain_id``. Other
+  collectives run async with an ``async_collective_name``.
+- **A gather done as an all-reduce.** A small piece (a norm's scale) is
+  written into zeros (``dynamic-update-slice``) and all-reduced: the sum is
+  the gathered array, at twice a gather's bytes on a ring.
+- **A reduce-scatter done as an all-reduce.** The gradient is all-reduced
+  whole and each device keeps its slice (the slice fused into the optimizer's
+  update): twice a reduce-scatter's bytes.
+- **A reduce-scatter fusion of a padded operand.** Over a group that is
+  not one ring of the torus (16 devices of a v5p 4x4x4 cube), the gradient
+  is padded (8,192 rows to 8,448), reduce-scattered by a ``kCustom`` fusion
+  (``all-reduce-scatter``: a pad, an all-reduce and a slice, run as a
+  reduce-scatter), and each device's piece set right by
+  ``collective-permute``\ s of slices of it to the next device.
+- **Combined operands.** Small all-reduces are combined into one instruction
+  over a tuple; each operand is counted on its own, as on the CPU.
+- **Loop bodies.** The blocks' ``scan`` is a ``while`` loop; its body is
+  printed once and runs once per layer.
+
+:func:`tpu_collectives` reads each *logical* collective once, with the form
+it took and the mesh axes its replica groups span; :func:`match_prediction`
+lays them beside a prediction (:func:`.communication.predicted_collectives`)
+and names the reason for every byte that differs; :func:`axis_bytes` sums
+both, per mesh axis, in the bytes one device sends on a ring
+(:func:`jaxcourse.scaling.ring_bytes`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from jaxcourse.scaling.communication import KINDS, Collective, ring_bytes, shape_bytes
+
+__all__ = ["AS_PREDICTED", "GATHER_AS_ALL_REDUCE", "NOT_FOUND", "NOT_PREDICTED",
+           "PADDED", "REALIGNED", "RECOMPUTED", "SCATTER_AS_ALL_REDUCE", "Matched",
+           "TpuCollective", "axis_bytes", "from_rows", "match_prediction",
+           "predicted_axes", "step_bytes", "stored_match", "tpu_collectives"]
+
+#: The reasons :func:`match_prediction` gives, one per found or predicted collective.
+AS_PREDICTED = "as predicted"
+GATHER_AS_ALL_REDUCE = "all-gather done as an all-reduce of a zero-padded piece (2x)"
+SCATTER_AS_ALL_REDUCE = "reduce-scatter done as an all-reduce, then sliced (2x)"
+PADDED = "reduce-scatter of a padded operand"
+REALIGNED = "collective-permute setting a padded reduce-scatter's pieces right"
+RECOMPUTED = "again in the backward pass: remat recomputes the forward"
+NOT_PREDICTED = "not predicted"
+NOT_FOUND = "predicted, not found"
+
+
+class TpuCollective(NamedTuple):
+    """One logical collective of a compiled program.
+
+    Attributes
+    ----------
+    kind : str
+        The instruction XLA printed (one of :data:`jaxcourse.scaling.KINDS`).
+    nbytes : int
+        The whole operand's bytes, as :class:`jaxcourse.scaling.Collective`
+        counts them (an all-gather's output, a reduce-scatter's input).
+    group : int
+        Devices in each replica group.
+    axes : str
+        The mesh axes the groups span, joined by ``","`` (``"data"``,
+        ``"model"``, ``"data,model"``).
+    form : str
+        How the TPU printed it: ``"sync"``, ``"async"``, ``"async chain of
+        N"`` (start, continuations, done), ``"combined, ..."`` (one operand of a
+        tuple); for an all-reduce, ``"zero-padded"`` (of a piece written into
+        zeros: a gather) or ``"sliced after"`` (each use keeps one device's
+        piece: a reduce-scatter).
+    in_loop : bool
+        Inside a ``while`` loop's body (printed once, run once per trip).
+    moved : int
+        Where the TPU moves another operand than ``nbytes`` (a padded one),
+        its bytes; 0 where it moves ``nbytes``.
+    """
+
+    kind: str
+    nbytes: int
+    group: int
+    axes: str
+    form: str
+    in_loop: bool
+    moved: int = 0
+
+    @property
+    def role(self) -> str:
+        """What it does: a zero-padded all-reduce gathers, one sliced after scatters."""
+        if "zero-padded" in self.form:
+            return "all-gather"
+        return "reduce-scatter" if "sliced after" in self.form else self.kind
+
+    def sent(self) -> float:
+        """Bytes one device sends for it, in the form the TPU runs it."""
+        return ring_bytes(self.kind, self.moved or self.nbytes, self.group)
+
+
+class _Instruction(NamedTuple):
+    name: str
+    shape: str
+    opcode: str
+    operands: list[str]
+    attrs: str
+    args: str
+
+
+_HEADER = re.compile(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s")
+_DEFINE = re.compile(r"^\s*(?:ROOT\s+)?%([\w.\-]+)\s*=\s*")
+_CALLEE = re.compile(r"(?:calls|to_apply|body|condition)=%([\w.\-]+)")
+_CALLEES = re.compile(r"(?:branch_computations|called_computations)=\{([^}]*)\}")
+
+
+def _closing(text: str, start: int) -> int:
+    """Return the index just past the bracket that closes ``text[start]``."""
+    depth = 0
+    pairs = {"(": ")", "{": "}", "[": "]"}
+    for i in range(start, len(text)):
+        if text[i] in pairs:
+            depth += 1
+        elif text[i] in pairs.values():
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return len(text)
+
+
+def _parse_instruction(line: str) -> _Instruction | None:
+    found = _DEFINE.match(line)
+    if not found:
+        return None
+    rest = line[found.end():]
+    if rest.startswith("("):
+        end = _closing(rest, 0)
+    else:
+        end = rest.find(" ")
+    shape, rest = rest[:end], rest[end:].lstrip()
+    opcode_match = re.match(r"([\w\-]+)\(", rest)
+    if not opcode_match:
+        return None
+    close = _closing(rest, opcode_match.end() - 1)
+    args = rest[opcode_match.end():close - 1]
+    return _Instruction(found.group(1), shape, opcode_match.group(1),
+                        re.findall(r"%([\w.\-]+)", args), rest[close:], args)
+
+
+def _parse_module(text: str) -> tuple[dict[str, list[_Instruction]], str]:
+    """Return each computation's instructions, and the entry computation's name."""
+    computations: dict[str, list[_Instruction]] = {}
+    entry, current = "", None
+    for line in text.splitlines():
+        if line and not line[0].isspace() and line.rstrip().endswith("{"):
+            header = _HEADER.match(line)
+            if header:
+                current = header.group(1)
+                computations[current] = []
+                if line.startswith("ENTRY"):
+                    entry = current
+            continue
+        if current is None:
+            continue
+        if line.startswith("}"):
+            current = None
+            continue
+        parsed = _parse_instruction(line)
+        if parsed:
+            computations[current].append(parsed)
+    return computations, entry
+
+
+def _loop_bodies(computations: dict[str, list[_Instruction]], entry: str) -> set[str]:
+    """Return the computations that run inside a ``while`` loop's body."""
+    inside: set[str] = set()
+    todo = [(entry, False)]
+    seen: set[tuple[str, bool]] = set()
+    while todo:
+        name, looped = todo.pop()
+        if (name, looped) in seen or name not in computations:
+            continue
+        seen.add((name, looped))
+        if looped:
+            inside.add(name)
+        for ins in computations[name]:
+            for callee in _CALLEE.findall(ins.attrs):
+                body = ins.opcode == "while" and f"body=%{callee}" in ins.attrs
+                todo.append((callee, looped or body))
+            for group in _CALLEES.findall(ins.attrs):
+                todo += [(c, looped) for c in re.findall(r"%([\w.\-]+)", group)]
+    return inside
+
+
+def _replica_groups(attrs: str, devices: int) -> list[list[int]]:
+    """Return the replica groups an instruction names, as lists of device ids.
+
+    XLA prints them as explicit lists (``{{0,1},{2,3}}``) or as an iota
+    tile (``[2,4]<=[8]``, maybe transposed: ``[2,4]<=[4,2]T(1,0)``); a
+    collective-permute names ``source_target_pairs`` instead.
+    """
+    if (found := re.search(r"replica_groups=\{((?:\{[\d,]*\},?)*)\}", attrs)):
+        groups = [[int(d) for d in g.split(",") if d]
+                  for g in re.findall(r"\{([\d,]*)\}", found.group(1))]
+        return [g for g in groups if g] or [list(range(devices))]
+    if (found := re.search(
+            r"replica_groups=\[([\d,]+)\]<=\[([\d,]+)\](?:T\(([\d,]+)\))?", attrs)):
+        out = [int(d) for d in found.group(1).split(",")]
+        dims = [int(d) for d in found.group(2).split(",")]
+        ids = np.arange(math.prod(dims)).reshape(dims)
+        if found.group(3):
+            ids = ids.transpose([int(d) for d in found.group(3).split(",")])
+        return ids.reshape(out[0], -1).tolist()
+    if (found := re.search(r"source_target_pairs=\{((?:\{\d+,\d+\},?)*)\}", attrs)):
+        return [[int(a), int(b)] for a, b in re.findall(r"\{(\d+),(\d+)\}",
+                                                         found.group(1))]
+    return [list(range(devices))]
+
+
+def _axes_of(groups: list[list[int]], mesh_shape: Sequence[int],
+             axis_names: Sequence[str]) -> str:
+    """Return the mesh axes along which the devices of some group differ.
+
+    A device's id is its position in the mesh, row-major (the program's
+    device assignment is the mesh's devices in order).
+    """
+    varying: set[str] = set()
+    for group in groups:
+        coords = np.array(np.unravel_index(np.array(group), tuple(mesh_shape)))
+        varying |= {axis_names[a] for a in range(len(mesh_shape))
+                    if len(set(coords[a].tolist())) > 1}
+    return ",".join(a for a in axis_names if a in varying)
+
+
+def tpu_collectives(compiled: Any, mesh_shape: Sequence[int],
+                    axis_names: Sequence[str] = ("data", "model")
+                    ) -> list[TpuCollective]:
+    """Return each logical collective of a compiled program once, with its form.
+
+    Parameters
+    ----------
+    compiled : jax.stages.Compiled or str
+        A compiled program (for a TPU slice: :func:`jaxcourse.slices.slice_mesh`,
+        :func:`~.planning.compile_step` with a slice's devices), or its HLO text.
+    mesh_shape, axis_names : sequence
+        The mesh it was compiled on: device ``i`` of a replica group is the
+        mesh's ``i``-th device in row-major order.
+
+    Returns
+    -------
+    list of TpuCollective
+        In the order the HLO prints them. The pieces of an async chain (one
+        ``chain_id``) are one collective; each operand of a combined
+        all-reduce is one; collectives over one device are left out. On
+        XLA:CPU's HLO the forms are all ``"sync"`` or ``"combined"``.
+    """
+    text = compiled if isinstance(compiled, str) else compiled.as_text()
+    computations, entry = _parse_module(text)
+    looped = _loop_bodies(computations, entry)
+    callers = {callee: ins for instructions in computations.values()
+               for ins in instructions for callee in _CALLEE.findall(ins.attrs)}
+    devices = math.prod(mesh_shape)
+    pieces: Counter = Counter()
+    chained: list[tuple[tuple[str, str], str, _Instruction, list[_Instruction]]] = []
+    for name, instructions in computations.items():
+        for ins in instructions:
+            kind = ins.opcode.removesuffix("-start")
+            if kind not in KINDS:
+                continue
+            chain = re.search(r'chain_id="(\d+)"', ins.attrs)
+            channel = re.search(r"channel_id=(\d+)", ins.attrs)
+            key = (f"chain {chain.group(1)}", channel.group(1) if channel else "") \
+                if chain else (name, ins.name)
+            pieces[key] += 1
+            if pieces[key] > 1:
+                continue
+            chained.append((key, name, ins, instructions))
+    found = []
+    for key, name, ins, instructions in chained:
+        kind = ins.opcode.removesuffix("-start")
+        groups = _replica_groups(ins.attrs, devices)
+        group = len(groups[0])
+        axes = _axes_of(groups, mesh_shape, axis_names)
+        if not axes:
+            continue  # over one device: nothing moves
+        form = "async" if "async_collective_name" in ins.attrs else "sync"
+        if pieces[key] > 1 or key[0].startswith("chain"):
+            form = f"async chain of {pieces[key]}"
+        arrays = re.findall(r"(\w+)\[([\d,]*)\]", ins.shape)
+        if ins.opcode == "all-gather-start":
+            arrays = arrays[len(arrays) // 2:]     # (operands, outputs)
+        elif ins.opcode == "collective-permute-start":
+            arrays = arrays[:1]                    # (operand, output, contexts)
+        defined = {i.name: i for i in instructions}
+        fusion = _scatter_fusion(name, callers)
+        for index, (dtype, dims) in enumerate(arrays):
+            mine, moved, out_kind = form, 0, kind
+            operand = defined.get(ins.operands[index]) if index < len(ins.operands) \
+                else None
+            nbytes = shape_bytes(f"{dtype}[{dims}]")
+            if kind == "all-reduce" and fusion:
+                # Run as a reduce-scatter of the padded operand; the
+                # gradient is the fusion's input, before the pad.
+                mine, out_kind = "reduce-scatter fusion, padded", "reduce-scatter"
+                moved = nbytes
+                if operand is not None and operand.opcode == "pad":
+                    nbytes = shape_bytes(defined[operand.operands[0]].shape) \
+                        if operand.operands[0] in defined else nbytes
+                moved = 0 if moved == nbytes else moved
+            elif kind == "collective-permute" and _slices_a_scatter(
+                    operand, defined, computations):
+                mine = "re-aligns a padded reduce-scatter"
+            elif kind == "all-reduce" and _writes_into_zeros(operand, computations):
+                mine = "zero-padded"
+            elif kind == "all-reduce" and _sliced_after(
+                    ins, index if len(arrays) > 1 else None, instructions, group,
+                    computations):
+                mine = "sliced after"
+            if len(arrays) > 1:
+                mine = f"combined, {mine}"
+            if kind == "reduce-scatter":
+                nbytes *= group
+            pairs = kind == "collective-permute"
+            found.append(TpuCollective(out_kind, nbytes, 2 if pairs else group, axes,
+                                       mine, name in looped, moved))
+    return found
+
+
+def _scatter_fusion(name: str, callers: dict[str, _Instruction]) -> bool:
+    """Whether computation ``name`` is the TPU's reduce-scatter fusion.
+
+    A ``kCustom`` fusion calling an ``all-reduce-scatter`` computation, run by
+    libtpu's ``...AllReduceScatterFusion`` emitter (its ``backend_config``).
+    """
+    caller = callers.get(name)
+    return caller is not None and caller.opcode == "fusion" and (
+        name.startswith("all-reduce-scatter")
+        or "AllReduceScatterFusion" in caller.attrs)
+
+
+def _slices_a_scatter(ins: _Instruction | None, defined: dict[str, _Instruction],
+                      computations: dict[str, list[_Instruction]]) -> bool:
+    """Whether ``ins`` is a slice of a reduce-scatter fusion's output."""
+    if ins is None or ins.opcode != "slice" or not ins.operands:
+        return False
+    source = defined.get(ins.operands[0])
+    if source is None or source.opcode != "fusion":
+        return False
+    called = _CALLEE.search(source.attrs)
+    return bool(called) and (called.group(1).startswith("all-reduce-scatter")
+                             or "AllReduceScatterFusion" in source.attrs)
+
+
+def _elements(shape: str) -> list[int]:
+    return [math.prod(int(d) for d in dims.split(",") if d)
+            for _, dims in re.findall(r"(\w+)\[([\d,]*)\]", shape)]
+
+
+def _sliced_after(ins: _Instruction, index: int | None,
+                  instructions: list[_Instruction], group: int,
+                  computations: dict[str, list[_Instruction]]) -> bool:
+    """Whether every use of an all-reduce's result keeps one device's piece of it.
+
+    The reduce-scatter done as an all-reduce: each result (each tuple
+    element, through its ``get-tuple-element``) is read only by a
+    ``dynamic-slice`` of at most ``1/group`` of it, or by a fusion whose
+    computation reads it only so (the optimizer's update of the device's
+    piece; the scan writing the piece into its stacked gradients).
+    """
+    sizes = _elements(ins.shape)
+    if group <= 1 or not sizes:
+        return False
+    if index is None:
+        values = {ins.name: sizes[0]}
+    else:
+        # A tuple's element ``index``: read through its get-tuple-element.
+        wanted = re.compile(rf"index={index}\b")
+        values = {other.name: sizes[index] for other in instructions
+                  if other.opcode == "get-tuple-element"
+                  and other.operands == [ins.name] and wanted.search(other.attrs)}
+    users = [(u, v, size) for v, size in values.items() for u in instructions
+             if u.opcode != "get-tuple-element" and v in u.operands]
+    return bool(users) and all(_slices(u, v, size, group, instructions, computations)
+                               for u, v, size in users)
+
+
+_PASS_THROUGH = ("bitcast", "convert", "copy", "reshape")
+
+
+def _slices(user: _Instruction, value: str, size: int, group: int,
+            instructions: list[_Instruction],
+            computations: dict[str, list[_Instruction]]) -> bool:
+    """Whether ``user`` reads ``value`` (of ``size`` elements) only as a piece."""
+    if user.opcode in _PASS_THROUGH:
+        return all(_slices(u, user.name, size, group, instructions, computations)
+                   for u in instructions if user.name in u.operands) and any(
+                       user.name in u.operands for u in instructions)
+    if user.opcode == "dynamic-slice":
+        return user.operands[0] == value and max(_elements(user.shape)) * group <= size
+    if user.opcode != "fusion":
+        return False
+    called = _CALLEE.search(user.attrs)
+    body = computations.get(called.group(1), []) if called else []
+    params = {int(i.args): i.name for i in body
+              if i.opcode == "parameter" and i.args.isdigit()}
+    inner = [params[k] for k, op in enumerate(user.operands)
+             if op == value and k in params]
+    return bool(inner) and all(
+        any(inner_name in u.operands for u in body)
+        and all(_slices(u, inner_name, size, group, body, computations)
+                for u in body if inner_name in u.operands)
+        for inner_name in inner)
+
+
+def _writes_into_zeros(ins: _Instruction | None,
+                       computations: dict[str, list[_Instruction]]) -> bool:
+    """Whether ``ins`` writes a piece into a larger array (the padded gather)."""
+    if ins is None:
+        return False
+    if ins.opcode == "dynamic-update-slice":
+        return True
+    if ins.opcode == "fusion":
+        called = _CALLEE.search(ins.attrs)
+        body = computations.get(called.group(1), []) if called else []
+        return bool(body) and body[-1].opcode == "dynamic-update-slice"
+    return False
+
+
+class Matched(NamedTuple):
+    """A found collective beside the predicted one it answers, and why they differ.
+
+    ``found`` is ``None`` for a predicted collective the program lacks;
+    ``predicted`` is ``None`` for one it has and the prediction lacks.
+    """
+
+    axes: str
+    reason: str
+    found: TpuCollective | None
+    predicted: Collective | None
+
+    @property
+    def found_bytes(self) -> float:
+        """Bytes one device sends for the found collective, in its TPU form."""
+        return self.found.sent() if self.found else 0.0
+
+    @property
+    def predicted_bytes(self) -> float:
+        """Bytes one device sends for the predicted collective."""
+        p = self.predicted
+        if p is None or self.reason == RECOMPUTED:
+            return 0.0
+        return ring_bytes(p.kind, p.nbytes, p.group)
+
+
+def predicted_axes(found: Collective, data: int, model: int) -> str:
+    """Return the mesh axes a predicted collective's group spans, by its size.
+
+    Raises
+    ------
+    ValueError
+        Where two readings fit (``data == model``, both over 1): the group
+        size does not say which axis.
+    """
+    named = {"data": data, "model": model}
+    if data > 1 and model > 1:
+        named["data,model"] = data * model
+    fits = [axes for axes, size in named.items() if size == found.group and size > 1]
+    if len(fits) != 1:
+        raise ValueError(f"a group of {found.group} on a {data}×{model} mesh: "
+                         f"{'no axis' if not fits else ' or '.join(fits)}")
+    return fits[0]
+
+
+def match_prediction(found: Iterable[TpuCollective], predicted: Iterable[Collective],
+                     data: int, model: int) -> list[Matched]:
+    """Lay the found collectives beside the predicted ones, naming each difference.
+
+    On each mesh axis, in this order: a found collective of the predicted
+    kind and operand is :data:`AS_PREDICTED`, or :data:`PADDED` where the
+    TPU moves a padded operand; an all-reduce of a zero-padded
+    piece answers a predicted all-gather of the same operand
+    (:data:`GATHER_AS_ALL_REDUCE`), an all-reduce a predicted reduce-scatter
+    (:data:`SCATTER_AS_ALL_REDUCE`); what is left and does again what a
+    predicted one does (its role and operand) is :data:`RECOMPUTED` (full
+    remat runs each block forward again in the backward pass; its
+    ``predicted_bytes`` are 0, the prediction has none); the
+    collective-permutes that set a padded reduce-scatter's pieces right are
+    :data:`REALIGNED`; then :data:`NOT_PREDICTED` and :data:`NOT_FOUND`.
+    """
+    todo = list(found)
+    left: list[tuple[str, Collective]] = [(predicted_axes(p, data, model), p)
+                                          for p in predicted]
+    done: list[Matched] = []
+
+    def take(test: Any, reason: str) -> None:
+        for f in list(todo):
+            for i, (axes, p) in enumerate(left):
+                if axes == f.axes and p.nbytes == f.nbytes and test(f, p):
+                    done.append(Matched(axes, reason, f, p))
+                    todo.remove(f)
+                    del left[i]
+                    break
+
+    take(lambda f, p: f.kind == p.kind == f.role and not f.moved, AS_PREDICTED)
+    take(lambda f, p: f.kind == p.kind == f.role, PADDED)
+    take(lambda f, p: f.role == "all-gather" == p.kind and f.kind == "all-reduce",
+         GATHER_AS_ALL_REDUCE)
+    take(lambda f, p: f.kind == "all-reduce" and "sliced" in f.form
+         and p.kind == "reduce-scatter",
+         SCATTER_AS_ALL_REDUCE)
+    answered = [(m.axes, m.predicted) for m in done]
+    for f in list(todo):
+        again = next((p for axes, p in answered if axes == f.axes
+                      and p.nbytes == f.nbytes and p.kind == f.role), None)
+        if again is not None:
+            done.append(Matched(f.axes, RECOMPUTED, f, again))
+            todo.remove(f)
+    done += [Matched(f.axes, REALIGNED if "re-aligns" in f.form else NOT_PREDICTED, f,
+                     None) for f in todo]
+    done += [Matched(axes, NOT_FOUND, None, p) for axes, p in left]
+    return done
+
+
+def axis_bytes(matched: Iterable[Matched]) -> dict[str, dict[str, float]]:
+    """Sum the bytes one device sends, per mesh axis: predicted, found, and by reason.
+
+    Returns ``{axes: {"predicted": ..., "found": ..., reason: found bytes
+    ...}}``; ``found - predicted`` is the sum, over the reasons, of what
+    each reason adds (a 2x form adds its predicted bytes once more).
+    """
+    out: dict[str, dict[str, float]] = {}
+    for m in matched:
+        row = out.setdefault(m.axes, {"predicted": 0.0, "found": 0.0})
+        row["predicted"] += m.predicted_bytes
+        row["found"] += m.found_bytes
+        row[m.reason] = row.get(m.reason, 0.0) + m.found_bytes
+    return out
+
+
+def step_bytes(found: Iterable[TpuCollective], layers: int) -> dict[str, float]:
+    """Return the bytes one device sends in a whole step, per mesh axis.
+
+    A collective inside a loop's body is printed once and runs once per
+    trip: the course's step has its blocks in a ``scan`` (one loop forward,
+    one backward), so each runs ``layers`` times (the loss in chunks adds a
+    loop of its own, which this does not count).
+    """
+    out: dict[str, float] = {}
+    for c in found:
+        out[c.axes] = out.get(c.axes, 0.0) + c.sent() * (layers if c.in_loop else 1)
+    return out
+
+
+def from_rows(rows: Iterable[Sequence[Any]]) -> list[TpuCollective]:
+    """Return collectives stored as rows: a :class:`TpuCollective`'s fields, a count.
+
+    The form :mod:`.planning`'s child writes them in for a TPU slice
+    (``tpu_collectives`` in :mod:`.slice_plans`' stored runs).
+    """
+    found = []
+    for *fields, count in rows:
+        found += [TpuCollective(*fields)] * int(count)
+    return found
+
+
+def stored_match(row: dict[str, Any]) -> list[Matched]:
+    """Match one stored run of :mod:`.slice_plans` against today's prediction.
+
+    The prediction is :func:`.communication.predicted_collectives` for the
+    run's model, layout, mesh and batch, at 2 bytes a number (the step's
+    bfloat16 weights and activations; the loss is float32 there already).
+    """
+    from .communication import predicted_collectives
+    from .planning import CONFIGS
+    from .slice_plans import SEQ, Run
+
+    run = Run(**row["run"])
+    predicted = predicted_collectives(CONFIGS[run.config], run.layout, run.batch, SEQ,
+                                      run.data, run.model, itemsize=2)
+    return match_prediction(from_rows(row["tpu_collectives"]), predicted,
+                            run.data, run.model)
