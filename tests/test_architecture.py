@@ -14,6 +14,7 @@ them a circle and an upward import of their own, to show that they fail.
 from __future__ import annotations
 
 import ast
+import json
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -22,7 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 ARCHITECTURE = ROOT / "ARCHITECTURE.md"
-PACKAGES = ("jaxcourse", "solutions")
+PACKAGES = ("jaxcourse", "exercise_kit", "solutions")
 MAX_LINES = 600
 #: The exercise engine: its subpackages have an order of their own.
 ENGINE = "jaxcourse.exercises"
@@ -281,9 +282,64 @@ def test_every_engine_module_sits_in_a_subpackage(document) -> None:
     assert top == sorted(ENGINE_TOP), top
 
 
+def _imported_tops(source: str) -> set[str]:
+    """The top-level packages that ``source`` imports (IPython magics left out)."""
+    lines = [line for line in source.splitlines()
+             if not line.lstrip().startswith(("%", "!"))]
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return set()
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def _learner_sources(root: Path = ROOT) -> dict[str, str]:
+    """Every code cell of the student notebooks and chapters, every explorer."""
+    sources = {}
+    for folder in ("exercises", "book"):
+        for path in sorted((root / folder).rglob("*.ipynb")):
+            if "_build" in path.parts:
+                continue
+            cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+            for number, cell in enumerate(cells):
+                if cell["cell_type"] == "code":
+                    text = cell["source"]
+                    sources[f"{path.relative_to(root)} cell {number}"] = (
+                        text if isinstance(text, str) else "".join(text))
+    for path in sorted((root / "jaxcourse" / "exercises" / "widgets").glob("*.py")):
+        sources[str(path.relative_to(root))] = path.read_text(encoding="utf-8")
+    return sources
+
+
+def test_no_notebook_chapter_or_explorer_imports_the_answers() -> None:
+    sources = _learner_sources()
+    assert sum(".ipynb" in name for name in sources) > 100
+    assert any("exercise_kit" in _imported_tops(s) for s in sources.values())
+    wrong = [name for name, source in sources.items()
+             if "solutions" in _imported_tops(source)]
+    assert not wrong, f"these import solutions (the reference answers): {wrong}"
+
+
+def test_an_import_of_the_answers_is_found(tmp_path) -> None:
+    (tmp_path / "exercises").mkdir()
+    cell = {"cell_type": "code", "source": ["%matplotlib inline\n",
+                                            "from solutions.scaling import MESHES\n"]}
+    (tmp_path / "exercises" / "01_x.ipynb").write_text(json.dumps({"cells": [cell]}))
+    [(name, source)] = _learner_sources(tmp_path).items()
+    assert name == "exercises/01_x.ipynb cell 0"
+    assert _imported_tops(source) == {"solutions"}
+    assert _imported_tops("import exercise_kit.scaling_checks as c") == {"exercise_kit"}
+
+
 def test_the_engine_never_imports_the_content(graph) -> None:
     engine = {m: deps for m, deps in graph.items() if m.startswith("jaxcourse.")}
-    wrong = {m: sorted(d for d in deps if d.startswith("solutions"))
+    wrong = {m: sorted(d for d in deps if d.startswith(("solutions", "exercise_kit")))
              for m, deps in engine.items()}
     assert not any(wrong.values()), {m: d for m, d in wrong.items() if d}
 

@@ -45,7 +45,7 @@ def test_cheaper_products_random_shapes_cross_every_boundary() -> None:
     """
     import numpy as np
 
-    from solutions.sharding_checks import _PRODUCT_TURNS
+    from exercise_kit.sharding_checks import _PRODUCT_TURNS
 
     rng = np.random.default_rng(3)
     shapes = [_PRODUCT_TURNS[t % len(_PRODUCT_TURNS)](

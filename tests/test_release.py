@@ -69,8 +69,8 @@ def _imports(tree: ast.AST) -> set[str]:
 
 
 def test_no_helper_imports_a_module_that_holds_answers() -> None:
-    for path in sorted((ROOT / "solutions").glob("*.py")):
-        name = f"solutions.{path.stem}"
+    for path in sorted((ROOT / "exercise_kit").glob("*.py")):
+        name = f"exercise_kit.{path.stem}"
         if name in TOPIC_MODULES or path.stem == "__init__":
             continue
         held = _imports(ast.parse(path.read_text(encoding="utf-8"))) & TOPIC_MODULES
@@ -90,7 +90,8 @@ def test_student_notebooks_import_only_helpers(path: Path) -> None:
 
 
 def test_the_scaling_constants_live_with_the_checks_and_stay_reexported() -> None:
-    from solutions import scaling, scaling_checks
+    from exercise_kit import scaling_checks
+    from solutions import scaling
 
     assert scaling.MESHES is scaling_checks.MESHES
     assert scaling.REMAT_POLICIES is scaling_checks.REMAT_POLICIES
@@ -351,13 +352,13 @@ def test_the_release_holds_what_students_get(quick_release: Path) -> None:
     answers = answer_functions()
     assert set(TOPIC_MODULES) <= set(answers)
     for module, names in answers.items():
-        text = (out / "solutions" / f"{module.split('.')[1]}.py").read_text()
+        text = out.joinpath(*module.split(".")).with_suffix(".py").read_text()
         assert text.count("raise withheld(__name__, ") == len(names), module
         tree = ast.parse(text)
         assert all(f"raise withheld(__name__, \"{n.name}\")" in ast.unparse(n)
                    .replace("'", '"') for n in tree.body
                    if isinstance(n, ast.FunctionDef) and n.name in names), module
-    mistakes = (out / "solutions" / "transformer_mistakes.py").read_text()
+    mistakes = (out / "exercise_kit" / "transformer_mistakes.py").read_text()
     for helper in ("_micro", "_tp", "_activations", "_mesh", "_zero", "_layer"):
         assert f"def {helper}(" not in mistakes, helper
     # The editions' texts, without the solutions they translate.

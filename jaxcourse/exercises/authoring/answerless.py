@@ -207,9 +207,17 @@ def write_graded_copy(folders: list[Path], target: Path) -> None:
     answers = answer_functions()
     stores = []
     for folder in folders:
+        shutil.copytree(folder, target / folder.name,
+                        ignore=shutil.ignore_patterns(*_LEFT_OUT))
+    # A private helper that another content package imports stays too.
+    content = content_packages()
+    shared = set().union(*(imported_names(target / folder.name) for folder in folders
+                           if folder.name in content))
+    for folder in folders:
         destination = target / folder.name
-        shutil.copytree(folder, destination, ignore=shutil.ignore_patterns(*_LEFT_OUT))
         keep = imported_names(destination)
+        if folder.name in content:
+            keep |= shared
         for path in sorted(destination.rglob("*.py")):
             name = _module_name(destination, path)
             if answers.get(name):

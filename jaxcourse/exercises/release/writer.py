@@ -143,11 +143,12 @@ def _content_package(topics: Sequence[Topic]) -> tuple[str, Path]:
     if len(names) != 1:
         raise ReleaseError(f"the topics come from several packages: {sorted(names)}")
     name = names.pop()
-    return name, Path(importlib.import_module(name).__file__).resolve().parent
+    return name, _package_folder(name)
 
 
-def _helpers(module: ModuleType, package: str, topic_modules: set[str]) -> list[str]:
-    """Return the modules of ``package`` that ``module`` imports, directly or not.
+def _helpers(module: ModuleType, packages: Sequence[str],
+             topic_modules: set[str]) -> list[str]:
+    """Return the modules of ``packages`` that ``module`` imports, directly or not.
 
     Raises
     ------
@@ -155,7 +156,7 @@ def _helpers(module: ModuleType, package: str, topic_modules: set[str]) -> list[
         If one of them defines exercises: its answers would ship as a helper.
     """
     found = [name for name in references._dependencies(module)
-             if name.startswith(package + ".")]
+             if name.split(".", 1)[0] in packages]
     answers = sorted(set(found) & topic_modules)
     if answers:
         raise ReleaseError(f"{module.__name__} imports {answers}, which hold "
@@ -163,8 +164,14 @@ def _helpers(module: ModuleType, package: str, topic_modules: set[str]) -> list[
     return found
 
 
-def _module_file(package_dir: Path, name: str) -> Path:
+def _module_file(package_dir: Path, name: str, package: bool = False) -> Path:
+    if package:  # the package's own __init__
+        return package_dir.joinpath(*name.split(".")[1:], "__init__.py")
     return package_dir.joinpath(*name.split(".")[1:]).with_suffix(".py")
+
+
+def _package_folder(name: str) -> Path:
+    return Path(importlib.import_module(name).__file__).resolve().parent
 
 
 # ---- the stored outputs, complete -------------------------------------------------
@@ -256,9 +263,10 @@ def _release_notebook(source: Path, stamp: dict | None = None) -> str:
     return text
 
 
-def _pyproject(package: str) -> str:
+def _pyproject(package: str, helpers: Sequence[str] = ()) -> str:
     meta = importlib.metadata.distribution("jaxcourse")
     requires = [r for r in meta.requires or [] if "extra ==" not in r]
+    included = ["jaxcourse*", *(f"{name}*" for name in (package, *helpers))]
     return (
         '[build-system]\nrequires = ["setuptools>=68"]\n'
         'build-backend = "setuptools.build_meta"\n\n'
@@ -269,7 +277,7 @@ def _pyproject(package: str) -> str:
         f'[project.entry-points."{course.ENTRY_POINT_GROUP}"]\n'
         f'course = "{package}:TOPICS"\n\n'
         '[tool.setuptools.packages.find]\n'
-        f'include = ["jaxcourse*", "{package}*"]\n\n'
+        f"include = {json.dumps(included)}\n\n"
         "[tool.setuptools.package-data]\n"
         f'"jaxcourse.exercises" = ["{SETTINGS_NAME}"]\n'
         f'{package} = ["*_outputs.json", "*_texts.json", "*_solutions.json"]\n'
@@ -292,13 +300,14 @@ def _dist_info(out: Path, package: str) -> None:
         f"[{course.ENTRY_POINT_GROUP}]\ncourse = {package}:TOPICS\n", encoding="utf-8")
 
 
-def _manifest(topics: Sequence[Topic]) -> str:
+def _manifest(topics: Sequence[Topic], helpers: Sequence[str] = ()) -> str:
     rows = "".join(f"    {t!r},\n" for t in topics)
     return (
         '"""The manifest of a class release: its chapters, and no reference answer.\n\n'
         "Written by ``python -m jaxcourse.exercises.release``.\n"
         '"""\n\nfrom jaxcourse.course import Topic\n\n'
         f"TOPICS: tuple[Topic, ...] = (\n{rows})\n"
+        + (f"{course.HELPERS_ATTRIBUTE} = {tuple(helpers)!r}\n" if helpers else "")
     )
 
 
@@ -384,6 +393,9 @@ def write_release(
     say = echo or (lambda _line: None)
     topics = resolve_chapters(chapters)
     package, package_dir = _content_package(course.topics())
+    # The packages beside it that the exercises import (checks, mistakes).
+    helper_packages = [p for p in course.content_packages() if p != package]
+    folders = {p: _package_folder(p) for p in (package, *helper_packages)}
     topic_modules = {t.module for t in course.topics()}
     modules = {}  # module name -> (course module, devices)
     for topic in topics:
@@ -406,11 +418,11 @@ def write_release(
     # The answer functions: the references, and the named mistakes, whose
     # helpers compute the right answer first. A Check judges from their
     # stored outputs, so the release holds none of them (answerless.withhold).
-    answers = answer_functions(package)
-    keep = imported_names(package_dir)
+    answers = answer_functions()
+    keep = set().union(*(imported_names(folder) for folder in folders.values()))
     started = time.monotonic()
     for done, (name, (module, devices)) in enumerate(sorted(modules.items()), 1):
-        helpers = _helpers(module, package, topic_modules)
+        helpers = _helpers(module, tuple(folders), topic_modules)
         source = Path(module.__file__).read_text(encoding="utf-8")
         release_file = _module_file(target, name)
         release_file.parent.mkdir(parents=True, exist_ok=True)
@@ -420,9 +432,11 @@ def write_release(
         for helper in helpers:
             if helper == package:
                 continue  # the package's __init__: the manifest, written below
-            destination = _module_file(target, helper)
+            top = helper.split(".", 1)[0]
+            source_file = _module_file(folders[top], helper, top == helper)
+            destination = _module_file(out / top, helper, top == helper)
             destination.parent.mkdir(parents=True, exist_ok=True)
-            text = _module_file(package_dir, helper).read_text(encoding="utf-8")
+            text = source_file.read_text(encoding="utf-8")
             destination.write_text(withhold(text, answers.get(helper, set()), keep),
                                    encoding="utf-8")
         # The editions' texts of this module's topics (``<key>_zh_hans_texts``),
@@ -449,7 +463,8 @@ def write_release(
                     excluded[chapter_of(topic)] = "; ".join(lacking)
     released = [t for t in topics if chapter_of(t) not in excluded]
     stamp = {"version": __version__, "commit": course_commit(changes)}
-    (target / "__init__.py").write_text(_manifest(released), encoding="utf-8")
+    (target / "__init__.py").write_text(_manifest(released, helper_packages),
+                                        encoding="utf-8")
     for name, release_file, entries in stores:  # every file they cover written
         references.store_path(release_file).write_text(
             _store_text(name, release_file, entries), encoding="utf-8")
@@ -475,7 +490,8 @@ def write_release(
     }
     (out / "jaxcourse" / "exercises" / SETTINGS_NAME).write_text(
         json.dumps(settings, indent=1) + "\n", encoding="utf-8")
-    (out / "pyproject.toml").write_text(_pyproject(package), encoding="utf-8")
+    (out / "pyproject.toml").write_text(_pyproject(package, helper_packages),
+                                        encoding="utf-8")
     _dist_info(out, package)
     (out / "README.md").write_text(README.format(
         created=settings["created"][:10], chapters=", ".join(settings["chapters"]),

@@ -133,15 +133,32 @@ def _package_root() -> Path:
 def _roots(module: Any) -> dict[str, Path]:
     """Top-level packages whose modules count as sources, and their folders.
 
-    This package, and the package of the module that defines the exercises
-    (its helpers may live in a sibling module).
+    This package, the package of the module that defines the exercises (its
+    helpers may live in a sibling module), and the content's helper packages
+    (:func:`jaxcourse.course.content_packages`) found beside that package:
+    in the course, an installed course and a release alike, the helpers'
+    copy that goes with the module.
     """
     roots = {_TOP_PACKAGE: _package_root()}
     name = module.__name__
     if "." in name:
         depth = name.count(".")
-        roots[name.split(".", 1)[0]] = Path(module.__file__).resolve().parents[depth]
+        folder = Path(module.__file__).resolve().parents[depth]
+        roots[name.split(".", 1)[0]] = folder
+        for package in _content_packages():
+            if (folder / package / "__init__.py").is_file():
+                roots.setdefault(package, folder)
     return roots
+
+
+def _content_packages() -> tuple[str, ...]:
+    # No course installed (a test's own topic, a bare engine): no helpers.
+    from jaxcourse.course import NoCourseError, content_packages
+
+    try:
+        return content_packages()
+    except NoCourseError:
+        return ()
 
 
 def _module_file(name: str, roots: dict[str, Path]) -> Path | None:

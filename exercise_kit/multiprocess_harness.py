@@ -4,19 +4,19 @@ The launching harness of :mod:`solutions.multiprocess`, whose exercises name
 these functions as their runners; it holds no exercise.
 :func:`launch_run_epoch` and :func:`launch_global_batch` check for real: they
 write the learner's function beside a worker script
-(:data:`solutions.multiprocess_workers.WORKER`, ``GLOBAL_WORKER``) and start
+(:data:`exercise_kit.multiprocess_workers.WORKER`, ``GLOBAL_WORKER``) and start
 it in 2 processes with :func:`jaxcourse.launch.launch`, or with ``srun`` when
 the course's Slurm cluster is up (:func:`launcher`; never in the grader's
 sandbox). A process still running ``PATIENCE`` s after another finished
 waits in a collective for a partner that has left: its watchdog ends it. Any
 other hang is ended by the launcher's timeout, within the Check's own time
 limit. Either is reported, with what each process did
-(:mod:`solutions.multiprocess_workers` reads the ranks' output), as a failed
+(:mod:`exercise_kit.multiprocess_workers` reads the ranks' output), as a failed
 test. :func:`prepare_launch` starts a case's processes ahead of its Check, so
 that a launched Check only hands them the learner's function.
 
 The same answers are checked in this one process first
-(:mod:`solutions.multiprocess_checks`, whose simulated processes and
+(:mod:`exercise_kit.multiprocess_checks`, whose simulated processes and
 one-process runners are importable from here too, as they always were);
 :func:`not_relaunched` marks the known mistakes those cases already
 recognise, so that checking them never costs a launch.
@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from solutions.multiprocess_checks import (
+from exercise_kit.multiprocess_checks import (
     Metrics,
     ProcessesOutOfStepError,
     SaltedName,
@@ -52,7 +52,7 @@ from solutions.multiprocess_checks import (
     one_device_rows,
     simulate_processes,
 )
-from solutions.multiprocess_workers import (
+from exercise_kit.multiprocess_workers import (
     GLOBAL_WORKER,
     PATIENCE,
     WORKER,
@@ -75,7 +75,7 @@ __all__ = [
     "simulate_processes",
 ]
 
-#: The tests' older name of :func:`solutions.multiprocess_checks.metrics_of`.
+#: The tests' older name of :func:`exercise_kit.multiprocess_checks.metrics_of`.
 _metrics_of = metrics_of
 
 # ---- a real launch -----------------------------------------------------------

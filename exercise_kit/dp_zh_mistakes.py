@@ -17,7 +17,7 @@ import jax
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from solutions.dp_zh_checks import data_mesh, loss_fn
+from exercise_kit.dp_zh_checks import data_mesh, loss_fn
 
 
 def pmap_vmap(per_element, outer="i", inner="j"):

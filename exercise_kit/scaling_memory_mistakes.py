@@ -6,7 +6,7 @@ arguments), each :class:`~jaxcourse.exercises.Mistake` of the tables
 (:data:`STATE_MISTAKES`, :data:`MEMORY_MISTAKES`, :data:`REMAT_MISTAKES`)
 the message a learner reads when an answer gives the same output.
 :mod:`solutions.scaling` registers the exercises with them; the other
-exercises' slips are in :mod:`solutions.scaling_mistakes`.
+exercises' slips are in :mod:`exercise_kit.scaling_mistakes`.
 """
 
 from __future__ import annotations

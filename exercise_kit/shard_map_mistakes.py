@@ -4,7 +4,7 @@
 :class:`jaxcourse.exercises.Mistake`, with the message a learner reads when
 an answer gives the same output; one section per exercise, in the chapter's
 order. Each takes the arguments of the exercise's reference, arrays first and
-then ``mesh`` (see :mod:`solutions.shard_map_checks`).
+then ``mesh`` (see :mod:`exercise_kit.shard_map_checks`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
+from exercise_kit.shard_map_checks import linear_loss
 from jaxcourse.collectives import ring_pairs
-from solutions.shard_map_checks import linear_loss
 
 # ---- global_mean ---------------------------------------------------------
 

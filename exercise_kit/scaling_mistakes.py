@@ -4,7 +4,7 @@
 :class:`jaxcourse.exercises.Mistake`, with the message a learner reads when
 an answer gives the same output; one section per exercise, in the chapter's
 order. Each takes the arguments of the exercise's reference. The three memory
-exercises' are in :mod:`solutions.scaling_memory_mistakes`, with their tables.
+exercises' are in :mod:`exercise_kit.scaling_memory_mistakes`, with their tables.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import jax
 from jax.sharding import PartitionSpec as P
 
+from exercise_kit.scaling_checks import MESHES
 from jaxcourse import scaling
-from solutions.scaling_checks import MESHES
 
 # ---- fsdp_specs ----------------------------------------------------------
 

@@ -13,7 +13,7 @@ launched exercises' answers here first, where a mistake is cheap to name.
 
 Every failure of the processes to stay in step is a
 :class:`ProcessesOutOfStepError`, whose message the learner reads; the
-launched checks (:mod:`solutions.multiprocess_harness`) raise it too.
+launched checks (:mod:`exercise_kit.multiprocess_harness`) raise it too.
 """
 
 from __future__ import annotations

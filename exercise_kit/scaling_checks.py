@@ -24,14 +24,14 @@ import jax
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
+from exercise_kit.scaling_meshes import MESHES  # noqa: F401  (the notebook takes it from here)
+from exercise_kit.shard_map_checks import has_shard_map, place, shard_map_used
 from jaxcourse import scaling
 from jaxcourse.devices import mesh_devices
 from jaxcourse.exercises import Case
 from jaxcourse.exercises.checking.observation import Choice, Spec, choice
 from jaxcourse.exercises.checking.observation import spec as as_spec
 from jaxcourse.numerics import FLOAT32_ROUNDOFF, sum_tolerance
-from solutions.scaling_meshes import MESHES  # noqa: F401  (the notebook takes it from here)
-from solutions.shard_map_checks import has_shard_map, place, shard_map_used
 
 #: An input builder: ``inputs(rng)`` returns the arguments of one case.
 Inputs = Callable[[np.random.Generator], tuple]
@@ -251,7 +251,7 @@ def compiled_kinds(function: Callable, *args: Any) -> dict[str, np.ndarray]:
 
 
 def program_has_shard_map(function: Callable, *args: Any) -> dict[str, np.ndarray]:
-    """Runner: :func:`solutions.shard_map_checks.shard_map_used`, read from the program.
+    """Runner: :func:`~exercise_kit.shard_map_checks.shard_map_used`, from the program.
 
     The jaxpr :func:`program` traced says whether the function uses
     ``jax.shard_map``; a function that does not trace is asked as

@@ -1,6 +1,6 @@
 """Chapter 6's meshes of 8 devices, and which of them a layout uses.
 
-Shared by the chapter's checks (:mod:`solutions.scaling_checks`) and their
+Shared by the chapter's checks (:mod:`exercise_kit.scaling_checks`) and their
 random cases: a layout "uses" a mesh when every device does something the
 layout needs (tensor parallelism needs a "model" axis, data parallelism and
 FSDP do without one, FSDP + TP needs both).

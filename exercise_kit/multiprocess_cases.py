@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxcourse.exercises import Case
-from jaxcourse.numerics import FLOAT32_ROUNDOFF
-from solutions.multiprocess_checks import (
+from exercise_kit.multiprocess_checks import (
     every_process,
     global_values,
     one_device_rows,
     simulate_processes,
 )
+from jaxcourse.exercises import Case
+from jaxcourse.numerics import FLOAT32_ROUNDOFF
 
 
 def rows_case(n: int, count: int) -> Case:

@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from exercise_kit.multiprocess_checks import KILL_WAIT
 from jaxcourse.exercises import Mistake
-from solutions.multiprocess_checks import KILL_WAIT
 
 
 def _gone_at_once(how, hook):

@@ -24,8 +24,8 @@ import numpy as np
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from exercise_kit.shard_map_checks import has_shard_map
 from jaxcourse.numerics import sum_tolerance
-from solutions.shard_map_checks import has_shard_map
 
 NUM_DEVICES = 8
 NUM_CLASSES = 10

@@ -1,6 +1,6 @@
 """Chapter 6's random cases: the inputs of the memory, network and layout exercises.
 
-The checking side of :mod:`solutions.scaling` is :mod:`solutions.scaling_checks`
+The checking side of :mod:`solutions.scaling` is :mod:`exercise_kit.scaling_checks`
 (what is compared, how a case is run); this module draws the random calls of
 ``state_bytes_per_device``, ``remat_policy``, ``critical_batch``,
 ``layout_bytes`` and ``best_layout``, each across the boundaries its rule
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from exercise_kit.scaling_checks import Inputs, random_size, show_size
+from exercise_kit.scaling_meshes import MESHES, uses
 from jaxcourse import scaling
 from jaxcourse.exercises import random_calls
-from solutions.scaling_checks import Inputs, random_size, show_size
-from solutions.scaling_meshes import MESHES, uses
 
 __all__ = ["NETWORK_REGIMES", "best_layout_calls", "critical_calls",
            "layout_bytes_calls", "remat_calls", "state_calls"]

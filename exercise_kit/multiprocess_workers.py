@@ -1,6 +1,6 @@
 """The scripts a launched chapter-7 check runs, and what their processes print.
 
-:mod:`solutions.multiprocess_harness` launches :data:`WORKER`
+:mod:`exercise_kit.multiprocess_harness` launches :data:`WORKER`
 (``run_epoch``) or :data:`GLOBAL_WORKER` (``global_batch``) in several
 processes, each with the learner's function in a file beside it. A worker
 prints its results on a line of its own (:data:`RESULT`), and its
