@@ -8,6 +8,8 @@ chapter's order. Each takes the arguments of the exercise's reference.
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import math
 
 import jax.numpy as jnp
@@ -659,9 +661,40 @@ def bubble_over_m_plus_p(stages, percent):
 
 # ---- zero_bytes_per_device --------------------------------------------------
 
+#: Set while a slip runs "with ZeRO's gradients": the bytes per parameter of
+#: exercise 2 (the ZeRO paper's accounting, gradients in the compute dtype),
+#: as a learner who reuses exercise 2 here counts them.
+_PAPER_GRADS: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "paper_grads", default=False)
+
+
+def _per_param(precision):
+    """Give the bytes per parameter: the course's step's, or ZeRO's paper's."""
+    per = dict(transformer.bytes_per_param(precision))
+    if _PAPER_GRADS.get():
+        grads = jnp.dtype(transformer.PRECISIONS[precision].compute).itemsize
+        per["total"] += grads - per["grads"]
+        per["grads"] = grads
+    return per
+
+
+def with_paper_grads(slip):
+    """Return ``slip`` made by a learner who counts the gradients as exercise 2."""
+    @functools.wraps(slip)
+    def both(cfg, stage, devices, precision):
+        token = _PAPER_GRADS.set(True)
+        try:
+            return slip(cfg, stage, devices, precision)
+        finally:
+            _PAPER_GRADS.reset(token)
+
+    both.__name__ = both.__qualname__ = f"{slip.__name__}_paper_grads"
+    both.__doc__ = f"{slip.__doc__} And the gradients in the compute dtype."
+    return both
+
 
 def _zero(cfg, devices, precision, split):
-    per = transformer.bytes_per_param(precision)
+    per = _per_param(precision)
     n = transformer.param_count(cfg)
     return float(sum(per[part] * n / (devices if split.get(part) else 1)
                      for part in ("weights", "master", "grads", "adam")))
@@ -687,13 +720,13 @@ def zero_stage3_weights_whole(cfg, stage, devices, precision):
 
 def zero_everything_split(cfg, stage, devices, precision):
     """Everything divided by the devices, whatever the stage."""
-    return transformer.bytes_per_param(precision)["total"] * \
+    return _per_param(precision)["total"] * \
         transformer.param_count(cfg) / devices
 
 
 def zero_nothing_split(cfg, stage, devices, precision):
     """Nothing divided: each stage splits part of the state over the devices."""
-    return float(transformer.bytes_per_param(precision)["total"]
+    return float(_per_param(precision)["total"]
                  * transformer.param_count(cfg))
 
 
@@ -701,7 +734,7 @@ def zero_without_master(cfg, stage, devices, precision):
     """Leave the master copy out: it is a part of the state (0 when not separate)."""
     return _zero(cfg, devices, precision, {"adam": True, "grads": stage >= 2,
                                            "weights": stage >= 3}) - \
-        transformer.bytes_per_param(precision)["master"] * \
+        _per_param(precision)["master"] * \
         transformer.param_count(cfg)
 
 
@@ -720,7 +753,7 @@ def zero_stage_behind(cfg, stage, devices, precision):
 
 def zero_stored_only(cfg, stage, devices, precision):
     """Count what is stored between steps, split: the peak of a step holds more."""
-    per = transformer.bytes_per_param(precision)
+    per = _per_param(precision)
     return float(per["stored"] * transformer.param_count(cfg) / devices)
 
 
@@ -729,16 +762,6 @@ def zero_tied_tables(cfg, stage, devices, precision):
     untied = transformer.param_count(cfg)
     return _zero_stages(cfg, stage, devices, precision) * (
         untied - cfg.vocab * cfg.d_model) / untied
-
-
-def zero_zero_paper_grads(cfg, stage, devices, precision):
-    """Count the gradients in the compute dtype (exercise 2's, ZeRO's accounting)."""
-    per = dict(transformer.bytes_per_param(precision))
-    per["grads"] = jnp.dtype(transformer.PRECISIONS[precision].compute).itemsize
-    n = transformer.param_count(cfg)
-    split = {"master": True, "adam": True, "grads": stage >= 2, "weights": stage >= 3}
-    return float(sum(per[part] * n / (devices if cut else 1)
-                     for part, cut in split.items()))
 
 
 def zero_in_gigabytes(cfg, stage, devices, precision):
@@ -750,6 +773,11 @@ def _zero_stages(cfg, stage, devices, precision):
     """Give what the slips above depart from."""
     return _zero(cfg, devices, precision, {"master": True, "adam": True,
                                            "grads": stage >= 2, "weights": stage >= 3})
+
+
+
+#: The course's step's state counted with ZeRO's 2-byte gradients.
+zero_zero_paper_grads = with_paper_grads(_zero_stages)
 
 
 # ---- pick_mesh -----------------------------------------------------------------

@@ -223,6 +223,54 @@ def _config_case(text: str, *args: Any, **kw: Any) -> Case:
     return Case(text, numbers(*args), dtype="any", **kw)
 
 
+
+#: zero_bytes_per_device: the learner's gradients against the course's step's.
+GRADS_OF_THE_STEP = ("the state is the course's step's (transformer.bytes_per_param): "
+                     "in mixed precision its gradients are float32, 4 bytes, not "
+                     "exercise 2's 2 bytes of ZeRO's accounting")
+#: zero_bytes_per_device's slips, each alone.
+ZERO_MISTAKES = [
+    Mistake("stage 1 splits the optimizer's whole state: Adam's moments "
+            "and the master weights", wrong.zero_master_not_split,
+            cases=NOT_STAGE_2),
+    Mistake("one stage too far: stage 1 splits the optimizer's state, 2 "
+            "the gradients too, 3 the weights too", wrong.zero_stage_too_far,
+            cases=STAGE_1),
+    Mistake("stage 3 (FSDP) splits the weights too",
+            wrong.zero_stage3_weights_whole, cases=ON_RANDOM),
+    Mistake("at stages 1 and 2 the weights stay whole on every device",
+            wrong.zero_everything_split, cases=STAGE_1),
+    Mistake("every stage splits part of the state over the devices",
+            wrong.zero_nothing_split, cases=NOT_STAGE_1),
+    Mistake("the master copy is part of the state: bytes_per_param's "
+            "'master' (0 when the step computes in the stored dtype)",
+            wrong.zero_without_master, cases=NOT_STAGE_3),
+    Mistake("a split part is shared by all the devices, this one included: "
+            "divide by devices, not devices - 1", wrong.zero_devices_minus_one),
+    Mistake("the state at a step's peak includes the weights it computes "
+            "with and the gradients, not only what is stored between steps",
+            wrong.zero_stored_only, cases=NOT_STAGE_3),
+    Mistake("one stage behind: stage 1 already splits the optimizer's state "
+            "(master and moments), 2 the gradients, 3 the weights",
+            wrong.zero_stage_behind, cases=ON_RANDOM),
+    Mistake("LLaMA-3's output layer is a table of its own (untied): count "
+            "both vocab × d tables", wrong.zero_tied_tables),
+    Mistake("these are gigabytes: the answer is in bytes",
+            wrong.zero_in_gigabytes),
+    Mistake(GRADS_OF_THE_STEP, wrong.zero_zero_paper_grads),
+]
+
+
+def paper_grads(mistake: Mistake) -> Mistake:
+    """Return ``mistake`` made with exercise 2's 2-byte gradients as well.
+
+    A learner who reuses exercise 2 here counts ZeRO's paper's gradients;
+    the slip and that one together are named together.
+    """
+    return Mistake(mistake.message + "; and " + GRADS_OF_THE_STEP,
+                   wrong.with_paper_grads(mistake.function), cases=mistake.cases)
+
+
 register(
     Exercise(
         id="transformer.count_params",
@@ -646,38 +694,10 @@ register(
             "weights the step computes with.",
             "The master weights belong to the optimizer: it updates them.",
         ],
-        mistakes=[
-            Mistake("stage 1 splits the optimizer's whole state: Adam's moments "
-                    "and the master weights", wrong.zero_master_not_split,
-                    cases=NOT_STAGE_2),
-            Mistake("one stage too far: stage 1 splits the optimizer's state, 2 "
-                    "the gradients too, 3 the weights too", wrong.zero_stage_too_far,
-                    cases=STAGE_1),
-            Mistake("stage 3 (FSDP) splits the weights too",
-                    wrong.zero_stage3_weights_whole, cases=ON_RANDOM),
-            Mistake("at stages 1 and 2 the weights stay whole on every device",
-                    wrong.zero_everything_split, cases=STAGE_1),
-            Mistake("every stage splits part of the state over the devices",
-                    wrong.zero_nothing_split, cases=NOT_STAGE_1),
-            Mistake("the master copy is part of the state: bytes_per_param's "
-                    "'master' (0 when the step computes in the stored dtype)",
-                    wrong.zero_without_master, cases=NOT_STAGE_3),
-            Mistake("a split part is shared by all the devices, this one included: "
-                    "divide by devices, not devices - 1", wrong.zero_devices_minus_one),
-            Mistake("the state at a step's peak includes the weights it computes "
-                    "with and the gradients, not only what is stored between steps",
-                    wrong.zero_stored_only, cases=NOT_STAGE_3),
-            Mistake("one stage behind: stage 1 already splits the optimizer's state "
-                    "(master and moments), 2 the gradients, 3 the weights",
-                    wrong.zero_stage_behind, cases=ON_RANDOM),
-            Mistake("LLaMA-3's output layer is a table of its own (untied): count "
-                    "both vocab × d tables", wrong.zero_tied_tables),
-            Mistake("these are gigabytes: the answer is in bytes",
-                    wrong.zero_in_gigabytes),
-            Mistake("the state is the course's step's (transformer.bytes_per_param): "
-                    "in mixed precision its gradients are float32, 4 bytes, not "
-                    "exercise 2's 2 bytes of ZeRO's accounting",
-                    wrong.zero_zero_paper_grads),
+        mistakes=ZERO_MISTAKES + [
+            paper_grads(m) for m in ZERO_MISTAKES
+            if m.function in (wrong.zero_without_master, wrong.zero_devices_minus_one,
+                              wrong.zero_tied_tables, wrong.zero_in_gigabytes)
         ],
     ),
     Exercise(

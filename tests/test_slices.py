@@ -74,7 +74,11 @@ def test_a_program_compiles_for_a_slice_with_the_tpu_compiler():
     compiled = jax.jit(lambda x, w: jnp.tanh(x @ w) * 2).lower(x, w).compile()
     stats = compiled.memory_analysis()
     # Per device: a quarter of x's rows (8 MiB) and half of w's columns (16 MiB).
-    assert stats.argument_size_in_bytes == 4096 * 4096 * 2 // 4 + 4096 * 4096 * 2 // 2
+    # A TPU stores each array in whole tiles, padding what does not fill them
+    # (Adam's int32 count takes 512 B); these fill theirs, but the layout is
+    # libtpu's choice, not a promise: a bound, at most a tile (4 KiB) an array.
+    pieces = 4096 * 4096 * 2 // 4 + 4096 * 4096 * 2 // 2
+    assert pieces <= stats.argument_size_in_bytes <= pieces + 2 * 4096
     # TPU's peak is its buffer assignment's high-water mark, temporaries included.
     assert stats.peak_memory_in_bytes >= stats.argument_size_in_bytes
     assert compiled.cost_analysis()["flops"] > 0

@@ -228,8 +228,13 @@ def test_a_prediction_is_matched_and_its_differences_named():
     # A reduce-scatter the program lacks, and an all-reduce it was not told of.
     short = tc.match_prediction(found[:2] + found[3:], [ag, rs, loss], 8, 1)
     assert [m.reason for m in short][-1] == tc.NOT_FOUND
-    with pytest.raises(ValueError, match="data or model"):
-        tc.predicted_axes(ag, 8, 8)
+    # On a square mesh the size does not say the axis: the replica groups do.
+    assert tc.predicted_axes(ag, 8, 8) == ("data", "model")
+    on_model = [f._replace(axes="model") for f in found]
+    assert {m.axes for m in tc.match_prediction(on_model, [ag, rs, loss], 8, 8)} == {
+        "model"}
+    with pytest.raises(ValueError, match="no axis"):
+        tc.predicted_axes(ag, 2, 2)
     assert tc.step_bytes(found, 10)["data"] == pytest.approx(
         10 * (700 + 700 + 1400) + 2 * 4 * 7 / 8)
 
@@ -315,9 +320,31 @@ def test_the_stored_runs_collectives_answer_todays_prediction():
         assert set(sums) <= {"data", "model", "data,model"}, name
         found = tc.from_rows(row["tpu_collectives"])
         # What compiled_collectives summed from the same HLO, instruction by
-        # instruction, is what the logical collectives send (no chain there).
-        if not any("chain" in c.form for c in found):
+        # instruction, is what the logical collectives send where each is one
+        # instruction of one operand (no chain, no padded fusion and its
+        # collective-permutes, whose async tuples it reads whole).
+        if not any("chain" in c.form or c.moved or c.kind == "collective-permute"
+                   for c in found):
             assert sum(c.sent() for c in found) == pytest.approx(
                 row["summary"]["bytes"], rel=1e-12), name
         step = tc.step_bytes(found, CONFIGS[run.config].layers)
         assert all(step[a] > sums[a]["found"] for a in step), name
+
+
+@needs_libtpu
+def test_rows_that_fill_no_tile_are_scattered_padded_and_set_right():
+    # Chapter 7's SMALL: 96 vocabulary rows over 8 devices, 12 a device,
+    # which the TPU pads to 128 rows (16 a device) for the embedding's
+    # gradient, then moves each device's rows on with collective-permutes.
+    cfg = transformer.Config(vocab=96, d_model=32, layers=3, heads=4, kv_heads=2,
+                             hidden=80)
+    compiled = transformer.compile_step(cfg, "FSDP", 8, 1, 8, 16, donate=True,
+                                        devices=slices.slice_devices("v5e 2x4"))
+    found = tc.tpu_collectives(compiled, (8, 1))
+    matched = tc.match_prediction(
+        found, transformer.predicted_collectives(cfg, "FSDP", 8, 16, 8, 1, itemsize=2),
+        8, 1)
+    _holds(matched)
+    padded = [m.found for m in matched if m.reason == tc.PADDED]
+    assert [(c.nbytes, c.moved) for c in padded] == [(96 * 32 * 2, 128 * 32 * 2)]
+    assert sum(m.reason == tc.REALIGNED for m in matched) >= 1

@@ -214,6 +214,10 @@ def layout_hooks(layout: str) -> Hooks:
     sub-block's partial output over ``"model"`` (``psum``), or with sequence
     parallelism sums and scatters it along the sequence (``psum_scatter``),
     and ``enter`` then gathers the normed sequence back (``all_gather``).
+    Under tensor parallelism ``lookup`` is :func:`vocab_lookup` and
+    ``target_logp`` :func:`vocab_target_logp` (the split vocabulary); with
+    sequence parallelism ``head`` gathers the sequence (the hidden states
+    and the targets) before the output layer.
     """
     lay = layout_switches(layout)
     specs = param_specs(layout)

@@ -115,8 +115,9 @@ def residuals_per_token(cfg: Config, remat: str = "full", precision: str = "mixe
     the vocabulary (``4 vocab / model``; :func:`~.layouts.vocab_target_logp`
     keeps the exponentials of its slice and ``1 / Σ exp``, and no maximum);
     with sequence parallelism too, the final norm runs on the device's slice
-    of the sequence (its ``8 d`` and two numbers divided by ``model``), and the
-    output layer's input, gathered, is kept whole (``c d``). The blocks' part
+    of the sequence (its ``8 d`` and two numbers divided by ``model``, rounded
+    down: exact where ``model`` divides ``8 (d + 1)``), and the output layer's
+    input, gathered, is kept whole (``c d``). The blocks' part
     is per token of the blocks' input, whatever the layout
     (:func:`~.planning.memory_plan` divides it where the sequence is split).
 

@@ -21,7 +21,9 @@ counts instructions miscounts it:
   is padded (8,192 rows to 8,448), reduce-scattered by a ``kCustom`` fusion
   (``all-reduce-scatter``: a pad, an all-reduce and a slice, run as a
   reduce-scatter), and each device's piece set right by
-  ``collective-permute``\ s of slices of it to the next device.
+  ``collective-permute``\ s of it, or of slices of it, to the next devices.
+  The same on 8 chips where the rows do not split into whole tiles (96
+  rows over 8 devices: 128 padded rows, 16 a device).
 - **Combined operands.** Small all-reduces are combined into one instruction
   over a tuple; each operand is counted on its own, as on the CPU.
 - **Loop bodies.** The blocks' ``scan`` is a ``while`` loop; its body is
@@ -350,17 +352,34 @@ def _scatter_fusion(name: str, callers: dict[str, _Instruction]) -> bool:
         or "AllReduceScatterFusion" in caller.attrs)
 
 
+#: Instructions that move or cut data without computing on it.
+_MOVES = ("slice", "slice-start", "slice-done", "copy", "copy-start", "copy-done",
+          "bitcast", "get-tuple-element", "concatenate")
+
+
 def _slices_a_scatter(ins: _Instruction | None, defined: dict[str, _Instruction],
                       computations: dict[str, list[_Instruction]]) -> bool:
-    """Whether ``ins`` is a slice of a reduce-scatter fusion's output."""
-    if ins is None or ins.opcode != "slice" or not ins.operands:
-        return False
-    source = defined.get(ins.operands[0])
-    if source is None or source.opcode != "fusion":
-        return False
-    called = _CALLEE.search(source.attrs)
-    return bool(called) and (called.group(1).startswith("all-reduce-scatter")
-                             or "AllReduceScatterFusion" in source.attrs)
+    """Whether ``ins`` is a piece of a reduce-scatter fusion's output.
+
+    The fusion's output itself, or what slices, copies or concatenates it
+    (libtpu moves it in asynchronous slices and joins them with a
+    ``ConcatBitcast`` custom-call before the collective-permute).
+    """
+    todo, seen = [ins], set()
+    while todo:
+        ins = todo.pop()
+        if ins is None or ins.name in seen:
+            continue
+        seen.add(ins.name)
+        if ins.opcode == "fusion":
+            called = _CALLEE.search(ins.attrs)
+            if called and (called.group(1).startswith("all-reduce-scatter")
+                           or "AllReduceScatterFusion" in ins.attrs):
+                return True
+        elif ins.opcode in _MOVES or (ins.opcode == "custom-call"
+                                      and "ConcatBitcast" in ins.attrs):
+            todo += [defined.get(op) for op in ins.operands]
+    return False
 
 
 def _elements(shape: str) -> list[int]:
@@ -464,23 +483,26 @@ class Matched(NamedTuple):
         return ring_bytes(p.kind, p.nbytes, p.group)
 
 
-def predicted_axes(found: Collective, data: int, model: int) -> str:
-    """Return the mesh axes a predicted collective's group spans, by its size.
+def predicted_axes(found: Collective, data: int, model: int) -> tuple[str, ...]:
+    """Return the mesh axes a predicted collective's group may span, by its size.
+
+    One reading, but where ``data == model`` (both over 1): then a group of
+    that size is over either axis, and the found collective's replica
+    groups say which.
 
     Raises
     ------
     ValueError
-        Where two readings fit (``data == model``, both over 1): the group
-        size does not say which axis.
+        If no axis of the mesh has the group's size.
     """
     named = {"data": data, "model": model}
     if data > 1 and model > 1:
         named["data,model"] = data * model
-    fits = [axes for axes, size in named.items() if size == found.group and size > 1]
-    if len(fits) != 1:
-        raise ValueError(f"a group of {found.group} on a {data}×{model} mesh: "
-                         f"{'no axis' if not fits else ' or '.join(fits)}")
-    return fits[0]
+    fits = tuple(axes for axes, size in named.items()
+                 if size == found.group and size > 1)
+    if not fits:
+        raise ValueError(f"a group of {found.group} on a {data}×{model} mesh: no axis")
+    return fits
 
 
 def match_prediction(found: Iterable[TpuCollective], predicted: Iterable[Collective],
@@ -500,15 +522,15 @@ def match_prediction(found: Iterable[TpuCollective], predicted: Iterable[Collect
     :data:`REALIGNED`; then :data:`NOT_PREDICTED` and :data:`NOT_FOUND`.
     """
     todo = list(found)
-    left: list[tuple[str, Collective]] = [(predicted_axes(p, data, model), p)
-                                          for p in predicted]
+    left: list[tuple[tuple[str, ...], Collective]] = [
+        (predicted_axes(p, data, model), p) for p in predicted]
     done: list[Matched] = []
 
     def take(test: Any, reason: str) -> None:
         for f in list(todo):
             for i, (axes, p) in enumerate(left):
-                if axes == f.axes and p.nbytes == f.nbytes and test(f, p):
-                    done.append(Matched(axes, reason, f, p))
+                if f.axes in axes and p.nbytes == f.nbytes and test(f, p):
+                    done.append(Matched(f.axes, reason, f, p))
                     todo.remove(f)
                     del left[i]
                     break
@@ -529,7 +551,7 @@ def match_prediction(found: Iterable[TpuCollective], predicted: Iterable[Collect
             todo.remove(f)
     done += [Matched(f.axes, REALIGNED if "re-aligns" in f.form else NOT_PREDICTED, f,
                      None) for f in todo]
-    done += [Matched(axes, NOT_FOUND, None, p) for axes, p in left]
+    done += [Matched(" or ".join(axes), NOT_FOUND, None, p) for axes, p in left]
     return done
 
 

@@ -738,6 +738,44 @@ def zero_exercise2_grads(cfg, stage, devices, precision):  # 2-byte gradients
     return sum(per[k] * n / (devices if split[k] else 1) for k in split)
 
 
+def _exercise2_parts(cfg, precision):  # exercise 2's bytes: ZeRO's gradients
+    p = transformer.PRECISIONS[precision]
+    size = {k: jnp.dtype(getattr(p, k)).itemsize
+            for k in ("compute", "store", "moments")}
+    master = size["store"] if p.store != p.compute else 0
+    n = transformer.param_count(cfg)
+    return {"weights": size["compute"] * n, "master": master * n,
+            "grads": size["compute"] * n, "adam": 2 * size["moments"] * n}
+
+
+def zero_no_master_exercise2(cfg, stage, devices, precision):
+    b = _exercise2_parts(cfg, precision)
+    return (b["adam"] / devices + b["grads"] / (devices if stage >= 2 else 1)
+            + b["weights"] / (devices if stage >= 3 else 1))
+
+
+def zero_other_devices_exercise2(cfg, stage, devices, precision):
+    b = _exercise2_parts(cfg, precision)
+    others = devices - 1
+    return ((b["adam"] + b["master"]) / others
+            + b["grads"] / (others if stage >= 2 else 1)
+            + b["weights"] / (others if stage >= 3 else 1))
+
+
+def zero_tied_exercise2(cfg, stage, devices, precision):
+    untied = transformer.param_count(cfg)
+    tied = (untied - cfg.vocab * cfg.d_model) / untied
+    b = _exercise2_parts(cfg, precision)
+    split = {"master": 1, "adam": 1, "grads": stage >= 2, "weights": stage >= 3}
+    return sum(b[k] * tied / (devices if split[k] else 1) for k in split)
+
+
+def zero_gb_exercise2(cfg, stage, devices, precision):
+    b = _exercise2_parts(cfg, precision)
+    split = {"master": 1, "adam": 1, "grads": stage >= 2, "weights": stage >= 3}
+    return sum(b[k] / (devices if split[k] else 1) for k in split) / 1e9
+
+
 def zero_gb(cfg, stage, devices, precision):  # as the chapter's table prints
     return zero_from_library(cfg, stage, devices, precision) / 1e9
 
