@@ -123,17 +123,23 @@ def _size_of(params):
     return scaling.Size(width, len(params))
 
 
-def memory_peak_as_sum(step, params, opt_state, x, y):
-    """Take each peak as arguments + outputs + temporaries - aliases."""
+def _peaks_as(total, step, params, opt_state, x, y):
+    """Each peak (plain, then donated) read as ``total`` of XLA's memory analysis."""
     args = (params, opt_state, x, y)
     found, _ = _memory(step, *args)
     totals = []
     for donate in ((), (0, 1)):
         m = jax.jit(step, donate_argnums=donate).lower(*args).compile() \
             .memory_analysis()
-        totals.append(m.argument_size_in_bytes + m.output_size_in_bytes
-                      + m.temp_size_in_bytes - m.alias_size_in_bytes)
+        totals.append(total(m))
     return {**found, "peak": totals[0], "donated_peak": totals[1]}
+
+
+def memory_peak_as_sum(step, params, opt_state, x, y):
+    """Take each peak as arguments + outputs + temporaries - aliases."""
+    return _peaks_as(lambda m: m.argument_size_in_bytes + m.output_size_in_bytes
+                     + m.temp_size_in_bytes - m.alias_size_in_bytes,
+                     step, params, opt_state, x, y)
 
 
 def memory_without_step_count(step, params, opt_state, x, y):
@@ -150,14 +156,8 @@ def memory_state_params_only(step, params, opt_state, x, y):
 
 def memory_peak_args_outputs(step, params, opt_state, x, y):
     """Take each peak as arguments + outputs, as if nothing else lived."""
-    args = (params, opt_state, x, y)
-    found, _ = _memory(step, *args)
-    totals = []
-    for donate in ((), (0, 1)):
-        m = jax.jit(step, donate_argnums=donate).lower(*args).compile() \
-            .memory_analysis()
-        totals.append(m.argument_size_in_bytes + m.output_size_in_bytes)
-    return {**found, "peak": totals[0], "donated_peak": totals[1]}
+    return _peaks_as(lambda m: m.argument_size_in_bytes + m.output_size_in_bytes,
+                     step, params, opt_state, x, y)
 
 
 def memory_state_with_batch(step, params, opt_state, x, y):
@@ -168,15 +168,8 @@ def memory_state_with_batch(step, params, opt_state, x, y):
 
 def memory_peak_as_plain_sum(step, params, opt_state, x, y):
     """Take each peak as arguments + outputs + temporaries."""
-    args = (params, opt_state, x, y)
-    found, _ = _memory(step, *args)
-    totals = []
-    for donate in ((), (0, 1)):
-        m = jax.jit(step, donate_argnums=donate).lower(*args).compile() \
-            .memory_analysis()
-        totals.append(m.argument_size_in_bytes + m.output_size_in_bytes
-                      + m.temp_size_in_bytes)
-    return {**found, "peak": totals[0], "donated_peak": totals[1]}
+    return _peaks_as(lambda m: m.argument_size_in_bytes + m.output_size_in_bytes
+                     + m.temp_size_in_bytes, step, params, opt_state, x, y)
 
 
 def memory_peak_as_temp(step, params, opt_state, x, y):
