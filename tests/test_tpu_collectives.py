@@ -316,7 +316,7 @@ def test_the_stored_runs_collectives_answer_todays_prediction():
     for name in read:
         row = stored["runs"][name]
         run = slice_plans.Run(**row["run"])
-        sums = _holds(tc.stored_match(row))
+        sums = _holds(slice_plans.stored_match(row))
         assert set(sums) <= {"data", "model", "data,model"}, name
         found = tc.from_rows(row["tpu_collectives"])
         # What compiled_collectives summed from the same HLO, instruction by

@@ -164,8 +164,9 @@ def memory_plan(cfg: Config, layout: str, data: int, model: int, seq: int,
     parameter, split by the layout); ``step``: the bfloat16 weights and the
     float32 gradients the step makes from it (the course's step returns the
     gradients of the float32 master: :func:`~.training.bytes_per_param`),
-    half the state (2 + 4 of its 12 bytes); ``activations``: the residuals JAX lists under ``remat``
-    (:func:`~.memory.residuals_per_token`: the blocks' and the head's, whose
+    half the state (2 + 4 of its 12 bytes); ``activations``: the residuals
+    JAX lists under ``remat`` (:func:`~.memory.residuals_per_token`: the
+    blocks' and the head's, whose
     float32 log-softmax over the vocabulary is most of it under full remat),
     for the ``sequences`` of ``seq`` tokens each device computes (with
     ``loss_chunk``, the loss computed that many positions at a time, which

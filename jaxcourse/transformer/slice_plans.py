@@ -37,10 +37,12 @@ from typing import Any, NamedTuple
 from jaxcourse import CourseError
 from jaxcourse.cli import add_version
 
+from .communication import predicted_collectives
 from .planning import CONFIGS, compile_in_subprocess, memory_plan
+from .tpu_collectives import Matched, from_rows, match_prediction
 
 __all__ = ["RUNS", "STORED", "Run", "Verdict", "load", "needed_bytes", "plan_of",
-           "plot", "run_one", "verdicts"]
+           "plot", "run_one", "stored_match", "verdicts"]
 
 #: Where the chapter reads the stored compiles from.
 STORED = (Path(__file__).resolve().parents[1] / "data" / "compiled"
@@ -104,6 +106,22 @@ def plan_of(run: Run) -> dict[str, int]:
 # libtpu 0.0.42.1 says "... HLO temporaries (18.85G) exceeds available HBM (15.75G)".
 _USED = re.compile(r"\(([\d.]+)([KMGT]?)\) exceeds available HBM \(([\d.]+)([KMGT]?)\)")
 _UNIT = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def stored_match(row: dict[str, Any]) -> list[Matched]:
+    """Match one stored run's TPU collectives against today's prediction.
+
+    The prediction is :func:`.communication.predicted_collectives` for the
+    run's model, layout, mesh and batch, at 2 bytes a number (the step's
+    bfloat16 weights and activations; the loss is float32 there already);
+    the collectives are those :mod:`.tpu_collectives` read from the program
+    compiled for the run's slice (``tpu_collectives`` in the stored row).
+    """
+    run = Run(**row["run"])
+    predicted = predicted_collectives(CONFIGS[run.config], run.layout, run.batch, SEQ,
+                                      run.data, run.model, itemsize=2)
+    return match_prediction(from_rows(row["tpu_collectives"]), predicted,
+                            run.data, run.model)
 
 
 def needed_bytes(refused: str) -> tuple[float, float] | None:

@@ -52,7 +52,7 @@ from jaxcourse.scaling.communication import KINDS, Collective, ring_bytes, shape
 __all__ = ["AS_PREDICTED", "GATHER_AS_ALL_REDUCE", "NOT_FOUND", "NOT_PREDICTED",
            "PADDED", "REALIGNED", "RECOMPUTED", "SCATTER_AS_ALL_REDUCE", "Matched",
            "TpuCollective", "axis_bytes", "from_rows", "match_prediction",
-           "predicted_axes", "step_bytes", "stored_match", "tpu_collectives"]
+           "predicted_axes", "step_bytes", "tpu_collectives"]
 
 #: The reasons :func:`match_prediction` gives, one per found or predicted collective.
 AS_PREDICTED = "as predicted"
@@ -595,21 +595,3 @@ def from_rows(rows: Iterable[Sequence[Any]]) -> list[TpuCollective]:
     for *fields, count in rows:
         found += [TpuCollective(*fields)] * int(count)
     return found
-
-
-def stored_match(row: dict[str, Any]) -> list[Matched]:
-    """Match one stored run of :mod:`.slice_plans` against today's prediction.
-
-    The prediction is :func:`.communication.predicted_collectives` for the
-    run's model, layout, mesh and batch, at 2 bytes a number (the step's
-    bfloat16 weights and activations; the loss is float32 there already).
-    """
-    from .communication import predicted_collectives
-    from .planning import CONFIGS
-    from .slice_plans import SEQ, Run
-
-    run = Run(**row["run"])
-    predicted = predicted_collectives(CONFIGS[run.config], run.layout, run.batch, SEQ,
-                                      run.data, run.model, itemsize=2)
-    return match_prediction(from_rows(row["tpu_collectives"]), predicted,
-                            run.data, run.model)
