@@ -16,7 +16,7 @@ reference's code: the first Check of a correct answer, compilation included.
 It is timed in its two halves: running the learner's function on every case
 (``function``) and judging the outputs against the reference's (``judge``:
 from the stored outputs when they are fresh, see
-``jaxcourse.exercises.references``). ``again`` is a second Check in the same
+``jaxcourse.exercises.checking.references``). ``again`` is a second Check in the same
 process: what the Check costs besides compilation. ``cpu`` is the first
 Check's CPU time in its own process (launched processes not counted): on a
 busy machine it varies less than the wall-clock figures. ``cold`` is the same
@@ -38,7 +38,7 @@ their median within 3.
 The compilation cache: by default the children use the course's, as a
 learner's notebook does (:mod:`jaxcourse.compile_cache`; ``make setup`` fills
 it with the reference answers' programs, ``python -m
-jaxcourse.exercises.warm_cache``), so the figures are those of an answer that
+jaxcourse.exercises.authoring.warm_cache``), so the figures are those of an answer that
 compiles to the reference's programs on a machine set up as the README says.
 ``--cache DIR`` uses the folder ``DIR`` instead (run twice: the second run
 reads what the first wrote), ``--no-cache`` none at all (every program is
@@ -78,8 +78,8 @@ CHILD = textwrap.dedent("""
     from jaxcourse.devices import use_cpu_devices
     use_cpu_devices(devices)  # JAX starts here, as in a learner's notebook
     from jaxcourse.exercises import check, get, judge, observe_all, warm_up
-    from jaxcourse.exercises import references
-    from jaxcourse.exercises.warm_cache import fresh_copy
+    from jaxcourse.exercises.checking import references
+    from jaxcourse.exercises.authoring.warm_cache import fresh_copy
     if mode == "live":  # as before the stores existed: the reference runs here
         references.stored_outputs = lambda exercise: None
     exercise = get(exercise_id)
@@ -133,7 +133,7 @@ CHILD = textwrap.dedent("""
 def _child_env(cache: str | None) -> dict[str, str]:
     """The children's environment: the cache as asked, panels that prepare."""
     from jaxcourse.compile_cache import SWITCH_ENV
-    from jaxcourse.exercises.observe import WARM_UP_ENV
+    from jaxcourse.exercises.checking.observe import WARM_UP_ENV
 
     env = dict(os.environ, **{WARM_UP_ENV: "1"})
     for name in ("JAX_COMPILATION_CACHE_DIR", SWITCH_ENV):
@@ -202,7 +202,7 @@ def _cache_said(cache: str | None) -> str:
     if cache:
         return cache
     from jaxcourse import compile_cache
-    from jaxcourse.exercises.warm_cache import STAMP
+    from jaxcourse.exercises.authoring.warm_cache import STAMP
 
     folder = compile_cache.cache_dir()
     warmed = (folder / STAMP).is_file()

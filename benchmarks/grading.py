@@ -33,7 +33,8 @@ from pathlib import Path
 
 import nbformat
 
-from jaxcourse.exercises import exercise_ids, get, grading
+from jaxcourse.exercises import exercise_ids, get
+from jaxcourse.exercises.grading import cli as grading
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,7 +7,7 @@ its test suite (``tests/conftest.py``), and so for every notebook kernel and
 process the tests start; for a learner's exercises, as soon as a notebook
 imports :mod:`jaxcourse.exercises` (:func:`enable_by_default`), and so for
 the processes a Check launches; and ``make setup`` fills it with what the
-reference answers compile (``python -m jaxcourse.exercises.warm_cache``), so
+reference answers compile (``python -m jaxcourse.exercises.authoring.warm_cache``), so
 that even a learner's first Check finds much of its work done.
 ``JAX_COURSE_COMPILE_CACHE=off`` keeps it off everywhere.
 

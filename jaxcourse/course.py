@@ -10,7 +10,11 @@ in the group :data:`ENTRY_POINT_GROUP`::
     [project.entry-points."jaxcourse.course"]
     course = "<content package>:TOPICS"
 
-so a fork can swap in its own content without touching the engine. One key
+so a fork can swap in its own content without touching the engine. The
+content package may name, in :data:`HELPERS_ATTRIBUTE`, the packages beside
+it that its exercises import (their checks, named mistakes, cases): content
+too, which the grader copies, a release ships and the stored outputs'
+fingerprints cover. One key
 names a chapter everywhere: its exercise ids (``"<key>.<name>"``), the module
 that defines them, its explorer module and its test file.
 """
@@ -28,6 +32,7 @@ from . import CourseError
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "HELPERS_ATTRIBUTE",
     "NoCourseError",
     "Topic",
     "content_folders",
@@ -39,6 +44,10 @@ __all__ = [
 
 #: The entry-point group in which a content package declares its manifest.
 ENTRY_POINT_GROUP = "jaxcourse.course"
+
+#: The attribute of a topics' package that names its helper packages (a tuple
+#: of top-level package names, installed beside it).
+HELPERS_ATTRIBUTE = "HELPER_PACKAGES"
 
 
 class NoCourseError(CourseError):
@@ -120,12 +129,19 @@ def load(key: str) -> ModuleType:
 
 
 def content_packages() -> tuple[str, ...]:
-    """Return the names of the packages that hold the topics (the content)."""
+    """Return the names of the content's packages: the topics', then their helpers'.
+
+    A topics' package names its helper packages in :data:`HELPERS_ATTRIBUTE`.
+    """
     names: list[str] = []
     for item in topics():
         name = item.module.split(".", 1)[0]
         if name not in names:
             names.append(name)
+    for name in list(names):
+        for helper in getattr(importlib.import_module(name), HELPERS_ATTRIBUTE, ()):
+            if helper not in names:
+                names.append(helper)
     return tuple(names)
 
 
@@ -135,8 +151,8 @@ def content_folders() -> list[Path]:
     The classroom grader gives each submission a read-only copy of them.
     """
     folders = [Path(__file__).resolve().parent]
-    for item in topics():
-        package = importlib.import_module(item.module.split(".", 1)[0])
+    for name in content_packages():
+        package = importlib.import_module(name)
         folder = Path(package.__file__).resolve().parent
         if folder not in folders:
             folders.append(folder)

@@ -13,28 +13,26 @@ Usage::
 the dummy authenticator (one shared password, printed) and
 ``SimpleLocalProcessSpawner``: a teacher and three students, each server
 running as the current user with a home under the hub's state folder
-(``~/.jax-course/hub``; ``JAX_COURSE_HUB_DIR`` moves it). Before it starts
-the hub it writes the *class repository*: the class release of chapter 3
+(``~/.jax-course/hub``; ``JAX_COURSE_HUB_DIR`` moves it). Before it starts the
+hub it writes the *class repository*: the class release of chapter 3
 (:mod:`jaxcourse.exercises.release`: the student notebooks without any
 reference answer) and the chapter itself, as a local git repository that
 nbgitpuller clones into each student's home, with no network. The link that
 opens a notebook from it is the one the book's JupyterHub button makes
-(:func:`hub_link`, from ``_config.yml``).
-
-Students submit by saving the notebook into their ``outbox/`` (File → Save
-Notebook As…). The teacher's home holds a notebook whose cells call
-:func:`collect` (each student's outbox into the course folder's
-``submitted/<chapter>/<student>.ipynb``) and :func:`grade` (the course's
-grader, :func:`jaxcourse.exercises.grading.grade`, which prints the table).
-
-``start`` runs JupyterHub in a PID namespace of its own (util-linux's
-``unshare``, :func:`jaxcourse.exercises.isolation.pid_namespace`), which every process
-it starts inherits and none can leave. ``stop`` ends what ``start`` started
-and nothing else: the hub by its recorded pid (checked against its start
-time, so a reused pid is never signalled), which stops the servers and the
-proxy it started, then the namespace, which ends every process still in
-it, even one that called ``setsid``, forked twice and cleared its
-environment; then, as a last net, every process still carrying the hub's tag
+(:func:`hub_link`, from ``_config.yml``). Students submit by saving the
+notebook into their ``outbox/`` (File → Save Notebook As…). The teacher's home
+holds a notebook whose cells call :func:`collect` (each student's outbox into
+the course folder's ``submitted/<chapter>/<student>.ipynb``) and :func:`grade`
+(the course's grader, :func:`jaxcourse.exercises.grading.cli.grade`, which
+prints the table). ``start`` runs JupyterHub in a PID namespace of its own
+(util-linux's ``unshare``,
+:func:`jaxcourse.exercises.grading.isolation.pid_namespace`), which every
+process it starts inherits and none can leave. ``stop`` ends what ``start``
+started and nothing else: the hub by its recorded pid (checked against its
+start time, so a reused pid is never signalled), which stops the servers and
+the proxy it started, then the namespace, which ends every process still in it,
+even one that called ``setsid``, forked twice and cleared its environment;
+then, as a last net, every process still carrying the hub's tag
 (:data:`jaxcourse.processes.TAG_ENV`).
 """
 
@@ -175,7 +173,7 @@ def _unshare() -> str:
     and tag (``setsid``, a double fork, a cleared environment) and outlive
     ``make hub-stop``. Says why not where it cannot.
     """
-    from .exercises import isolation
+    from .exercises.grading import isolation
 
     unshare = shutil.which("unshare")
     reason = isolation.pid_namespace_reason(unshare)
@@ -382,7 +380,7 @@ def start(port: int = DEFAULT_PORT, state: Path | None = None,
     # In a PID namespace of its own: everything the hub starts (the proxy,
     # the servers, their kernels, whatever those fork) stays in it, and
     # `stop` ends the namespace, not a list of processes it found.
-    from .exercises.isolation import pid_namespace
+    from .exercises.grading.isolation import pid_namespace
 
     process = subprocess.Popen(
         pid_namespace([str(jupyterhub), "-f", str(CONFIG)], unshare),
@@ -483,8 +481,8 @@ def grade(chapter: str = CHAPTER, state: Path | None = None) -> list:
     The grades go to ``<state>/course/grades/<chapter>/`` (``grades.csv``,
     feedback for each student). Returns the grader's rows.
     """
-    from .exercises.grading import grade as grade_notebooks
-    from .exercises.grading import print_summary, write_feedback, write_tables
+    from .exercises.grading.cli import grade as grade_notebooks
+    from .exercises.grading.cli import print_summary, write_feedback, write_tables
 
     state = state or state_dir()
     folder = _submitted(state, chapter)

@@ -1,7 +1,7 @@
 """End a process and every process it started, wherever they went.
 
 One implementation, used by the multi-process launcher
-(:mod:`jaxcourse.launch`) and the grader (:mod:`jaxcourse.exercises.grading`):
+(:mod:`jaxcourse.launch`) and the grader (:mod:`jaxcourse.exercises.grading.cli`):
 while the roots run, the supervisor collects their :func:`descendants` now and
 then; to end them, it calls :func:`end_tree`.
 
@@ -124,7 +124,7 @@ def end_namespace(outer: psutil.Process, grace: float = 0.0) -> list[int]:
     """End every process of the PID namespace that ``outer`` made; return their pids.
 
     ``outer`` is the ``unshare`` process of
-    :func:`jaxcourse.exercises.isolation.pid_namespace` (or a ``bwrap
+    :func:`jaxcourse.exercises.grading.isolation.pid_namespace` (or a ``bwrap
     --unshare-pid`` one); its only child is the namespace's init. When that
     init dies, the kernel kills every other process in the namespace: nothing
     inside can leave it, whatever session, parent or environment it gave

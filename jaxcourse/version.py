@@ -4,7 +4,7 @@
 dynamic version); every command line prints it with ``--version``
 (:mod:`jaxcourse.cli`); ``_config.yml``'s ``repository: branch`` is its tag,
 ``v`` and this. A module of its own, which the stored reference outputs do
-not fingerprint (:mod:`jaxcourse.exercises.references`): a release changes
+not fingerprint (:mod:`jaxcourse.exercises.checking.references`): a release changes
 no output.
 """
 

@@ -343,8 +343,8 @@ def texts_table(topic: str) -> tuple[Path, str]:
     shown solution (code) through :func:`convert_code`.
     """
     from . import course
-    from .exercises.editions import texts_of
-    from .exercises.registry import exercise_ids, get
+    from .exercises.checking.editions import texts_of
+    from .exercises.checking.registry import exercise_ids, get
 
     edition = dict(TEXT_TABLES)[topic]
     module = course.load(topic)

@@ -103,7 +103,7 @@ step "The grader's sandbox (bubblewrap)"
 # Only a warning: learners never need it; a teacher grading here does (a
 # kernel or container that forbids user namespaces says so here, not later).
 "$VENV/bin/python" -c '
-from jaxcourse.exercises.isolation import unavailable_reason
+from jaxcourse.exercises.grading.isolation import unavailable_reason
 reason = unavailable_reason()
 print("bubblewrap walls submissions in" if reason is None else
       f"warning: the grader cannot wall submissions in here: {reason}")'
@@ -121,6 +121,6 @@ for name in DICTIONARIES:
 
 step "Compilation cache: the reference answers' programs, compiled ahead"
 # Only saves the learner's first Check time: never a reason to fail the setup.
-"$VENV/bin/python" -m jaxcourse.exercises.warm_cache || true
+"$VENV/bin/python" -m jaxcourse.exercises.authoring.warm_cache || true
 
 step "Done. Run the tests with: make test"

@@ -1,20 +1,24 @@
 """Reference implementations of every exercise in the course.
 
-One module per topic: ``solutions/<topic>.py`` (with, where it would grow too
-long, helper modules ``<topic>_harness``, ``<topic>_checks``,
-``<topic>_mistakes``) holds the reference functions of the exercises whose ids
-start with ``<topic>.`` (e.g. ``mlp.relu`` lives in
-:mod:`solutions.mlp`) and registers their checker specs with
+One module per topic: ``solutions/<topic>.py`` holds the reference functions
+of the exercises whose ids start with ``<topic>.`` (e.g. ``mlp.relu`` lives
+in :mod:`solutions.mlp`) and registers their checker specs with
 :func:`jaxcourse.exercises.register` when imported; chapter 9's
 Simplified-Chinese edition (``dp_zh_hans``) is registered by
 :mod:`solutions.dp_zh` from a generated table of texts. :data:`TOPICS` is the
 manifest through which the engine finds them. The solution notebooks
 (``*_exercises.ipynb``, executed) are the masters from which
 ``python -m jaxcourse.exercises.authoring`` generates the student notebooks in
-``exercises/``. See ``book/for_teachers.md``.
+``exercises/``. What the exercises use besides the answers (checks, named
+mistakes, cases, harnesses) is :mod:`exercise_kit`'s. See
+``book/for_teachers.md``.
 """
 
 from jaxcourse.course import Topic
+
+#: The packages beside this one that the exercises import: their checks,
+#: named mistakes, cases and harnesses (``jaxcourse.course.HELPERS_ATTRIBUTE``).
+HELPER_PACKAGES = ("exercise_kit",)
 
 #: The course's manifest, declared to the engine as the entry point
 #: ``jaxcourse.course`` (see pyproject.toml): one topic per chapter, in order.

@@ -19,8 +19,8 @@ The chapter's model (a 784 → 512 → 10 MLP with swish, parameters as a list o
 ``{"w", "b"}`` dicts) is importable from here too (the exercise notebook
 imports ``loss_fn``), so the notebook and the checks train exactly the same
 thing; the checks use smaller layer sizes. The model, the cases' inputs and
-the tolerances are :mod:`solutions.dp_zh_checks`'s part; the longer known
-wrong answers are made by :mod:`solutions.dp_zh_mistakes`.
+the tolerances are :mod:`exercise_kit.dp_zh_checks`'s part; the longer known
+wrong answers are made by :mod:`exercise_kit.dp_zh_mistakes`.
 """
 
 from __future__ import annotations
@@ -34,10 +34,8 @@ import numpy as np
 from jax import lax
 from jax.sharding import PartitionSpec as P
 
-from jaxcourse.exercises import Case, Exercise, Mistake, register
-from jaxcourse.exercises.editions import edition, read_texts
-from solutions import dp_zh_mistakes as wrong
-from solutions.dp_zh_checks import (
+from exercise_kit import dp_zh_mistakes as wrong
+from exercise_kit.dp_zh_checks import (
     GRADIENT_TERMS,
     NUM_CLASSES,
     NUM_DEVICES,
@@ -58,6 +56,8 @@ from solutions.dp_zh_checks import (
     values,
     with_devices,
 )
+from jaxcourse.exercises import Case, Exercise, Mistake, register
+from jaxcourse.exercises.checking.editions import edition, read_texts
 
 CHAPTER = "09_dp_zh"
 

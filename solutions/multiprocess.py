@@ -8,8 +8,8 @@ Importing this module registers the exercises ``multiprocess.process_rows``,
 :mod:`jaxcourse.exercises`: their references, cases, hints and known mistakes.
 
 How each answer is run as several processes would run it is the part of
-:mod:`solutions.multiprocess_checks` (in this process) and
-:mod:`solutions.multiprocess_harness` (launched). The first three are checked
+:mod:`exercise_kit.multiprocess_checks` (in this process) and
+:mod:`exercise_kit.multiprocess_harness` (launched). The first three are checked
 in this process, ``sum_metrics`` once per simulated process with a stand-in
 collective matched by call order (:func:`simulate_processes`). ``run_epoch``
 and ``global_batch`` are checked in this process first, then for real, in 2
@@ -26,8 +26,7 @@ import re
 import jax
 import numpy as np
 
-from jaxcourse.exercises import Case, Exercise, Mistake, each_call, register
-from solutions.multiprocess_cases import (
+from exercise_kit.multiprocess_cases import (
     METRICS,
     MORE_METRICS,
     epoch_inputs,
@@ -41,14 +40,14 @@ from solutions.multiprocess_cases import (
     rows_case,
     steps_case,
 )
-from solutions.multiprocess_checks import (
+from exercise_kit.multiprocess_checks import (
     KILL_WAIT,
     every_failure,
     every_failure_of,
     in_one_process,
     random_timeouts,
 )
-from solutions.multiprocess_harness import (
+from exercise_kit.multiprocess_harness import (
     GLOBAL_DEVICES_PER_PROCESS,
     LAUNCH_PROCESSES,
     launch_global_batch,
@@ -57,8 +56,8 @@ from solutions.multiprocess_harness import (
     prepare_global_batch,
     prepare_run_epoch,
 )
-from solutions.multiprocess_logs import ending_choice, job_calls
-from solutions.multiprocess_mistakes import (
+from exercise_kit.multiprocess_logs import ending_choice, job_calls
+from exercise_kit.multiprocess_mistakes import (
     RECORDS_MISTAKES,
     SECONDS_MISTAKES,
     _rows_ceil,
@@ -68,6 +67,7 @@ from solutions.multiprocess_mistakes import (
     _rows_rest_to_last,
     job_ending_table,
 )
+from jaxcourse.exercises import Case, Exercise, Mistake, each_call, register
 
 CHAPTER = "08_multiprocess"
 

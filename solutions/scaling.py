@@ -16,9 +16,9 @@ reasoning, not a call. The rules (which spec, which policy, which layout, which
 batch) are checked on at least 20 random cases each, keyed by the call that
 gave each output, so that a rule fitted to the shown cases fails on a case it
 can name. How the cases are built is
-:mod:`solutions.scaling_checks`'s part; the known wrong answers are in
-:mod:`solutions.scaling_mistakes` (the memory exercises' in
-:mod:`solutions.scaling_memory_mistakes`).
+:mod:`exercise_kit.scaling_checks`'s part; the known wrong answers are in
+:mod:`exercise_kit.scaling_mistakes` (the memory exercises' in
+:mod:`exercise_kit.scaling_memory_mistakes`).
 """
 
 from __future__ import annotations
@@ -28,19 +28,15 @@ from typing import Any
 import jax
 from jax.sharding import PartitionSpec as P
 
-from jaxcourse import scaling
-from jaxcourse.exercises import Case, Exercise, Mistake, each_call, register
-from jaxcourse.numerics import FLOAT32_ROUNDOFF
-from jaxcourse.scaling import LAYOUTS, Size
-from solutions import scaling_mistakes as wrong
-from solutions.scaling_cases import (
+from exercise_kit import scaling_mistakes as wrong
+from exercise_kit.scaling_cases import (
     best_layout_calls,
     critical_calls,
     layout_bytes_calls,
     remat_calls,
     state_calls,
 )
-from solutions.scaling_checks import (
+from exercise_kit.scaling_checks import (
     MESHES,
     REMAT_POLICIES,
     best_case,
@@ -66,11 +62,15 @@ from solutions.scaling_checks import (
     tree_rule_codes,
     values,
 )
-from solutions.scaling_memory_mistakes import (
+from exercise_kit.scaling_memory_mistakes import (
     MEMORY_MISTAKES,
     REMAT_MISTAKES,
     STATE_MISTAKES,
 )
+from jaxcourse import scaling
+from jaxcourse.exercises import Case, Exercise, Mistake, each_call, register
+from jaxcourse.numerics import FLOAT32_ROUNDOFF
+from jaxcourse.scaling import LAYOUTS, Size
 
 # MESHES and REMAT_POLICIES live with the checks' helpers, where the exercise
 # notebook imports them from (a learner imports no module that holds an

@@ -14,8 +14,8 @@ built by :func:`jaxcourse.collectives.line_mesh` (axis ``"i"``, or
 4 devices, so a device count written into the code fails, and compare the
 values, where the result lives (its layout) and, for the exercises about
 communication, which collectives XLA compiled into the program. How the cases
-are built is :mod:`solutions.shard_map_checks`'s part; the known wrong answers
-are in :mod:`solutions.shard_map_mistakes`.
+are built is :mod:`exercise_kit.shard_map_checks`'s part; the known wrong answers
+are in :mod:`exercise_kit.shard_map_mistakes`.
 """
 
 from __future__ import annotations
@@ -24,11 +24,8 @@ import jax
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
-from jaxcourse.collectives import ring_pairs
-from jaxcourse.exercises import Case, Exercise, Mistake, register
-from jaxcourse.exercises.explorers_sharding import COLLECTIVES
-from solutions import shard_map_mistakes as wrong
-from solutions.shard_map_checks import (
+from exercise_kit import shard_map_mistakes as wrong
+from exercise_kit.shard_map_checks import (
     gradient_tolerance,
     leaf_layouts,
     leaf_values,
@@ -44,6 +41,9 @@ from solutions.shard_map_checks import (
     standard_cases,
     vector_inputs,
 )
+from jaxcourse.collectives import ring_pairs
+from jaxcourse.exercises import Case, Exercise, Mistake, register
+from jaxcourse.exercises.widgets.explorers_sharding import COLLECTIVES
 
 CHAPTER = "05_shard_map"
 DEVICES = 8

@@ -16,8 +16,8 @@ Two shardings with the same layout are the same answer, however the
 
 How the cases are built and measured, and the helpers the notebooks use
 (meshes, :func:`draw_target`, :func:`compiled_two_layers`), are
-:mod:`solutions.sharding_checks`'s part, re-exported here; the known wrong
-answers are in :mod:`solutions.sharding_mistakes`.
+:mod:`exercise_kit.sharding_checks`'s part, re-exported here; the known wrong
+answers are in :mod:`exercise_kit.sharding_mistakes`.
 """
 
 from __future__ import annotations
@@ -26,9 +26,8 @@ import jax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jaxcourse.exercises import Case, Exercise, Mistake, register
-from solutions import sharding_mistakes as wrong
-from solutions.sharding_checks import (
+from exercise_kit import sharding_mistakes as wrong
+from exercise_kit.sharding_checks import (
     COLLECTIVES_TEXT,
     FREE_SIZES,
     FREE_SIZES_2X4,
@@ -71,8 +70,9 @@ from solutions.sharding_checks import (
     values,
     with_mesh,
 )
+from jaxcourse.exercises import Case, Exercise, Mistake, register
 
-#: The notebooks' and tests' helpers (from :mod:`solutions.sharding_checks`)
+#: The notebooks' and tests' helpers (from :mod:`exercise_kit.sharding_checks`)
 #: are importable from here too, as they always were.
 __all__ = [
     "FREE_SIZES", "FREE_SIZES_2X4", "HIDDEN_BATCH", "HIDDEN_IN", "HIDDEN_OUT",

@@ -18,8 +18,8 @@ chapter shares; the references restate them so that the shown solution is the
 reasoning, not a call, and ``tests/test_exercises_transformer.py`` holds them
 to the library (the activations to JAX's own list of saved residuals). Each is
 checked on the cases shown and on at least 24 random calls, keyed by the call
-(:mod:`solutions.transformer_checks`); the known wrong answers are in
-:mod:`solutions.transformer_mistakes`.
+(:mod:`exercise_kit.transformer_checks`); the known wrong answers are in
+:mod:`exercise_kit.transformer_mistakes`.
 """
 
 from __future__ import annotations
@@ -29,12 +29,8 @@ from typing import Any
 import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
-from jaxcourse import transformer
-from jaxcourse.exercises import Case, Exercise, Mistake, each_call, register
-from jaxcourse.scaling import HARDWARE
-from jaxcourse.transformer import LLAMA3_8B, LLAMA3_70B, PRECISIONS, Config, Precision
-from solutions import transformer_mistakes as wrong
-from solutions.transformer_checks import (
+from exercise_kit import transformer_mistakes as wrong
+from exercise_kit.transformer_checks import (
     RANDOM,
     WEIGHTS,
     activation_calls,
@@ -52,6 +48,10 @@ from solutions.transformer_checks import (
     specs_calls,
     zero_calls,
 )
+from jaxcourse import transformer
+from jaxcourse.exercises import Case, Exercise, Mistake, each_call, register
+from jaxcourse.scaling import HARDWARE
+from jaxcourse.transformer import LLAMA3_8B, LLAMA3_70B, PRECISIONS, Config, Precision
 
 __all__ = ["activation_bytes_per_token", "bytes_per_param", "count_params",
            "flops_per_token", "micro_batches", "pick_mesh", "pipeline_micro_batches",

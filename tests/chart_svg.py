@@ -1,4 +1,4 @@
-"""Read the explorers' bar charts (jaxcourse.exercises.explorer_charts) back from SVG.
+"""Read the explorers' bar charts back from SVG (exercises.widgets.explorer_charts).
 
 The tests of the chapter 6 and 7 explorers and of the chart itself parse the
 SVG an explorer shows and check it as geometry: every bar part's width is its

@@ -147,7 +147,7 @@ BORROWED = {
     # inside jaxcourse/ calls it, as the checks' machinery would).
     "k_course_helper": (BATCHED, "calls", (
         "import functools\n"
-        "from jaxcourse.exercises.time_limit import call_with_time_limit\n"
+        "from jaxcourse.exercises.checking.time_limit import call_with_time_limit\n"
         "import solutions.bayes\n\n"
         "def batched_log_joint(beta, all_x, y):\n"
         "    answer = functools.partial(solutions.bayes.batched_log_joint,\n"
@@ -157,7 +157,7 @@ BORROWED = {
     "l_detector_off": (VMAPPED, "calls", (
         "import contextlib\n"
         "import types\n"
-        "import jaxcourse.exercises.borrowing as borrowing\n"
+        "import jaxcourse.exercises.grading.borrowing as borrowing\n"
         "borrowing.Watch.borrowed = lambda self, function: None\n"
         "borrowing.Watch.find_copies = lambda self, sources: None\n"
         "borrowing.Watch.watching = lambda self: contextlib.nullcontext(\n"
@@ -178,7 +178,7 @@ BORROWED = {
 
 
 # A library function that returns the exercise's answer: borrowed too
-# (jaxcourse.exercises.library_answers), read from the notebook's text.
+# (jaxcourse.exercises.checking.library_answers), read from the notebook's text.
 LIBRARY_ELBO = (
     "import jaxcourse.bayes\n\n"
     "def elbo_value_and_grad(beta_loc, beta_log_scale, epsilon, all_x, y):\n"

@@ -26,15 +26,16 @@ ROOT = Path(__file__).resolve().parents[1]
 MARK = "RESULT-JSON:"
 
 # Names whose call starts a process (the launcher's launch, the grader's grade
-# included). Code "starts a process" when it, or a function of the tests or of
-# solutions/ that it names (followed by name, transitively), names one of them:
+# included). Code "starts a process" when it, or a function of the tests, of
+# solutions/ or of exercise_kit/ that it names (followed by name, transitively),
+# names one of them:
 # tests/conftest.py marks such tests slow, and `make test-fast` proves with
 # --forbid-processes that nothing was missed.
 STARTS_A_PROCESS = frozenset({
     "subprocess", "Popen", "fork", "system", "launch", "grade", "NotebookClient",
     "start_new_kernel", "webdriver", "PreparedLaunch",
 })
-_FOLLOWED = (ROOT / "tests", ROOT / "solutions")
+_FOLLOWED = (ROOT / "tests", ROOT / "solutions", ROOT / "exercise_kit")
 
 
 def starts_a_process(function: object, seen: set | None = None) -> bool:

@@ -15,7 +15,7 @@ What the search covers, so that a reader knows what it does not:
   ``exercises``, ``hub``, ``i18n``, ``zh_hans``, ``launch``, ``slurm``,
   ``plotting``, ``fonts``, ``tracebacks``, ``cli``, ``messages``) and of the
   content package's modules, less the answer functions a release withholds
-  (:func:`jaxcourse.exercises.answerless.answer_functions`);
+  (:func:`jaxcourse.exercises.authoring.answerless.answer_functions`);
 - the patterns, on the exercise's own arguments: the call itself
   (``"call"``); one entry of a dictionary it returns (``"['total']"``); and
   ``jax.value_and_grad`` of it over its first one or two arguments
@@ -64,7 +64,7 @@ def _modules() -> Iterator[Any]:
 
 def candidates() -> dict[str, Callable]:
     """Return every public function the search tries, by qualified name."""
-    from jaxcourse.exercises.answerless import answer_functions
+    from jaxcourse.exercises.authoring.answerless import answer_functions
 
     withheld = {f"{m}.{n}" for m, names in answer_functions().items() for n in names}
     found: dict[str, Callable] = {}
@@ -112,11 +112,11 @@ def search(topic_key: str) -> list[list[str]]:
     """Return the hits for one chapter (see the module's docstring)."""
     from jaxcourse import course
     from jaxcourse.devices import use_cpu_devices
-    from jaxcourse.exercises.comparison import compare
-    from jaxcourse.exercises.judging import judge, reference_observations
-    from jaxcourse.exercises.observe import observe, observe_all
-    from jaxcourse.exercises.registry import _REGISTRY
-    from jaxcourse.exercises.time_limit import call_with_time_limit
+    from jaxcourse.exercises.checking.comparison import compare
+    from jaxcourse.exercises.checking.judging import judge, reference_observations
+    from jaxcourse.exercises.checking.observe import observe, observe_all
+    from jaxcourse.exercises.checking.registry import _REGISTRY
+    from jaxcourse.exercises.checking.time_limit import call_with_time_limit
 
     topic = course.topic(topic_key)
     if topic.devices > 1:

@@ -14,6 +14,7 @@ them a circle and an upward import of their own, to show that they fail.
 from __future__ import annotations
 
 import ast
+import json
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -22,8 +23,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 ARCHITECTURE = ROOT / "ARCHITECTURE.md"
-PACKAGES = ("jaxcourse", "solutions")
+PACKAGES = ("jaxcourse", "exercise_kit", "solutions")
 MAX_LINES = 600
+#: The exercise engine: its subpackages have an order of their own.
+ENGINE = "jaxcourse.exercises"
+#: The modules allowed at the engine's top, beside its subpackages.
+ENGINE_TOP = ("__init__.py",)
+LAYERS_HEADING = "## Layers, bottom first"
+ENGINE_HEADING = "## The engine's subpackages, bottom first"
 
 
 # ---------------------------------------------------------------------------
@@ -89,14 +96,21 @@ def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
     return {name: imports_of(name, path, files) for name, path in files.items()}
 
 
-def layers_from(text: str) -> list[tuple[str, list[str]]]:
-    """Read ARCHITECTURE.md's layer table: ``(layer, [module prefixes])``, bottom first.
+def section(text: str, heading: str) -> str:
+    """The part of ``text`` under ``heading``, up to the next heading of its level."""
+    parts = text.split(heading + "\n", 1)
+    return parts[1].split("\n## ", 1)[0] if len(parts) == 2 else ""
+
+
+def layers_from(text: str,
+                heading: str = LAYERS_HEADING) -> list[tuple[str, list[str]]]:
+    """Read the table under ``heading``: ``(layer, [module prefixes])``, bottom first.
 
     A row of the table starts with the layer's number; its second cell names
     the modules (or packages) in backticks.
     """
     rows = []
-    for line in text.splitlines():
+    for line in section(text, heading).splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if len(cells) >= 3 and re.fullmatch(r"\d+", cells[0]):
             rows.append((int(cells[0]), cells[1], re.findall(r"`([\w.]+)`", cells[2])))
@@ -245,9 +259,87 @@ def test_every_long_module_has_a_reason(document) -> None:
                        f"lines: {stale}")
 
 
+def test_the_engines_subpackages_import_only_downward(document, graph) -> None:
+    rows = layers_from(document, ENGINE_HEADING)
+    assert len(rows) >= 5, "ARCHITECTURE.md's table of the engine's subpackages"
+    inside = {m: {d for d in deps if d == ENGINE or d.startswith(ENGINE + ".")}
+              for m, deps in graph.items()
+              if m == ENGINE or m.startswith(ENGINE + ".")}
+    problems = upward_imports(inside, rows)
+    assert not problems, "\n".join(problems)
+    # The package's __init__ is the top row: what a notebook imports, never
+    # what the engine's own modules import.
+    assert [prefixes for _, prefixes in rows][-1] == [ENGINE]
+
+
+def test_every_engine_module_sits_in_a_subpackage(document) -> None:
+    subpackages = [prefix for _, prefixes in layers_from(document, ENGINE_HEADING)
+                   for prefix in prefixes if prefix != ENGINE]
+    loose = [m for m in module_files() if m.startswith(ENGINE + ".")
+             and not any(m == p or m.startswith(p + ".") for p in subpackages)]
+    assert not loose, f"{ENGINE}'s modules in no subpackage of ARCHITECTURE.md: {loose}"
+    top = sorted(p.name for p in (ROOT / Path(*ENGINE.split("."))).glob("*.py"))
+    assert top == sorted(ENGINE_TOP), top
+
+
+def _imported_tops(source: str) -> set[str]:
+    """The top-level packages that ``source`` imports (IPython magics left out)."""
+    lines = [line for line in source.splitlines()
+             if not line.lstrip().startswith(("%", "!"))]
+    try:
+        tree = ast.parse("\n".join(lines))
+    except SyntaxError:
+        return set()
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def _learner_sources(root: Path = ROOT) -> dict[str, str]:
+    """Every code cell of the student notebooks and chapters, every explorer."""
+    sources = {}
+    for folder in ("exercises", "book"):
+        for path in sorted((root / folder).rglob("*.ipynb")):
+            if "_build" in path.parts:
+                continue
+            cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+            for number, cell in enumerate(cells):
+                if cell["cell_type"] == "code":
+                    text = cell["source"]
+                    sources[f"{path.relative_to(root)} cell {number}"] = (
+                        text if isinstance(text, str) else "".join(text))
+    for path in sorted((root / "jaxcourse" / "exercises" / "widgets").glob("*.py")):
+        sources[str(path.relative_to(root))] = path.read_text(encoding="utf-8")
+    return sources
+
+
+def test_no_notebook_chapter_or_explorer_imports_the_answers() -> None:
+    sources = _learner_sources()
+    assert sum(".ipynb" in name for name in sources) > 100
+    assert any("exercise_kit" in _imported_tops(s) for s in sources.values())
+    wrong = [name for name, source in sources.items()
+             if "solutions" in _imported_tops(source)]
+    assert not wrong, f"these import solutions (the reference answers): {wrong}"
+
+
+def test_an_import_of_the_answers_is_found(tmp_path) -> None:
+    (tmp_path / "exercises").mkdir()
+    cell = {"cell_type": "code", "source": ["%matplotlib inline\n",
+                                            "from solutions.scaling import MESHES\n"]}
+    (tmp_path / "exercises" / "01_x.ipynb").write_text(json.dumps({"cells": [cell]}))
+    [(name, source)] = _learner_sources(tmp_path).items()
+    assert name == "exercises/01_x.ipynb cell 0"
+    assert _imported_tops(source) == {"solutions"}
+    assert _imported_tops("import exercise_kit.scaling_checks as c") == {"exercise_kit"}
+
+
 def test_the_engine_never_imports_the_content(graph) -> None:
     engine = {m: deps for m, deps in graph.items() if m.startswith("jaxcourse.")}
-    wrong = {m: sorted(d for d in deps if d.startswith("solutions"))
+    wrong = {m: sorted(d for d in deps if d.startswith(("solutions", "exercise_kit")))
              for m, deps in engine.items()}
     assert not any(wrong.values()), {m: d for m, d in wrong.items() if d}
 
@@ -289,6 +381,21 @@ def test_a_function_level_import_counts(tmp_path) -> None:
     assert graph["jaxcourse.low"] == {"jaxcourse.high"}
     assert graph["jaxcourse.high"] == {"jaxcourse.low"}
     assert circles(graph) == [["jaxcourse.high", "jaxcourse.low"]]
+
+
+def test_a_table_is_read_only_under_its_heading() -> None:
+    text = ("## Layers, bottom first\n| 1 | low | `a` | x |\n| 2 | high | `b` | y |\n"
+            "## Other\n| 1 | other | `c` | z |\n")
+    assert layers_from(text) == [("1 low", ["a"]), ("2 high", ["b"])]
+    assert layers_from(text, "## Other") == [("1 other", ["c"])]
+    assert layers_from(text, "## Missing") == []
+
+
+def test_a_subpackage_importing_the_engines_init_is_found() -> None:
+    rows = [("1 checking", [f"{ENGINE}.checking"]), ("2 public names", [ENGINE])]
+    graph = {f"{ENGINE}.checking.spec": {ENGINE}, ENGINE: {f"{ENGINE}.checking.spec"}}
+    problems = upward_imports(graph, rows)
+    assert len(problems) == 1 and problems[0].startswith(f"{ENGINE}.checking.spec")
 
 
 def test_the_reasons_are_read_only_with_a_reason() -> None:

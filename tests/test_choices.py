@@ -1,8 +1,8 @@
 """Answers compared in their own domain, and generic hints only where they hold.
 
 A categorical answer (a policy, an ending, a fix, None) is a
-:class:`~jaxcourse.exercises.observation.Choice`, compared by its name; a
-``PartitionSpec`` is a :class:`~jaxcourse.exercises.observation.Spec`,
+:class:`~jaxcourse.exercises.checking.observation.Choice`, compared by its name; a
+``PartitionSpec`` is a :class:`~jaxcourse.exercises.checking.observation.Spec`,
 compared dimension by dimension by its axes' names. No feedback shows an
 internal code, and no pattern of numbers (a factor, an offset) is read into
 them. The patterns of numbers keep to their premise: a device's block only
@@ -17,9 +17,16 @@ import numpy as np
 import pytest
 from jax.sharding import PartitionSpec as P
 
-from jaxcourse.exercises import Case, check, judging
-from jaxcourse.exercises.comparison import compare
-from jaxcourse.exercises.observation import Choice, Node, Observation, choice, spec
+from jaxcourse.exercises import Case, check
+from jaxcourse.exercises.checking import judging
+from jaxcourse.exercises.checking.comparison import compare
+from jaxcourse.exercises.checking.observation import (
+    Choice,
+    Node,
+    Observation,
+    choice,
+    spec,
+)
 
 CASE = Case("a case", lambda: ())
 

@@ -178,7 +178,7 @@ def test_real_collectives_match_the_model() -> None:
         import numpy as np
         from jaxcourse.collectives import (NAMES, line_mesh, per_device_program,
                                            run_collective, simulate)
-        from jaxcourse.exercises.explorers_sharding import collectives
+        from jaxcourse.exercises.widgets.explorers_sharding import collectives
 
         out = {{}}
         for n in (2, 4, 8):

@@ -28,16 +28,14 @@ import yaml
 import jaxcourse
 from jaxcourse import cli, hub, progress, zh_hans
 from jaxcourse.data import cli as data_cli
-from jaxcourse.exercises import (
-    authoring,
-    grading,
-    nbgrader_scores,
-    release,
-    warm_cache,
-)
-from jaxcourse.exercises.grading_rows import SubmissionResult
-from jaxcourse.exercises.grading_tables import summary_text, text_width, write_tables
-from jaxcourse.exercises.references import writer
+from jaxcourse.exercises.authoring import cli as authoring
+from jaxcourse.exercises.authoring import warm_cache
+from jaxcourse.exercises.checking.references import writer
+from jaxcourse.exercises.grading import cli as grading
+from jaxcourse.exercises.grading import nbgrader_scores
+from jaxcourse.exercises.grading.rows import SubmissionResult
+from jaxcourse.exercises.grading.tables import summary_text, text_width, write_tables
+from jaxcourse.exercises.release import cli as release
 from jaxcourse.i18n import cli as i18n_cli
 from jaxcourse.slurm import cli as slurm_cli
 from jaxcourse.transformer import planning, slice_plans
@@ -51,9 +49,9 @@ MAINS = {
     "jaxcourse.exercises.grading": grading.main,
     "jaxcourse.exercises.release": release.main,
     "jaxcourse.exercises.authoring": authoring.main,
-    "jaxcourse.exercises.warm_cache": warm_cache.main,
-    "jaxcourse.exercises.references": writer.main,
-    "jaxcourse.exercises.nbgrader_scores": nbgrader_scores.main,
+    "jaxcourse.exercises.authoring.warm_cache": warm_cache.main,
+    "jaxcourse.exercises.checking.references": writer.main,
+    "jaxcourse.exercises.grading.nbgrader_scores": nbgrader_scores.main,
     "jaxcourse.slurm": slurm_cli.main,
     "jaxcourse.hub": hub.main,
     "jaxcourse.i18n": i18n_cli.main,
@@ -339,7 +337,7 @@ def test_the_commit_is_read_from_gits_files(tmp_path: Path) -> None:
 
 def test_a_slurm_grading_reports_each_row_as_its_task_writes_it(
         tmp_path: Path, monkeypatch) -> None:
-    from jaxcourse.exercises import grading_slurm
+    from jaxcourse.exercises.grading import slurm as grading_slurm
     from jaxcourse.slurm import jobs
 
     work = tmp_path / "slurm" / "run"

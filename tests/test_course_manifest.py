@@ -79,7 +79,8 @@ def test_topics_are_the_chapters_in_order() -> None:
         original = item.key.removesuffix("_hans")
         assert item.module == f"solutions.{original}", item.key
         assert (ROOT / "tests" / f"test_exercises_{original}.py").is_file(), item.key
-        assert (ENGINE / "exercises" / f"explorers_{original}.py").is_file(), item.key
+        explorers = ENGINE / "exercises" / "widgets"
+        assert (explorers / f"explorers_{original}.py").is_file(), item.key
 
 
 @pytest.mark.parametrize("item", course.topics(), ids=lambda t: t.key)

@@ -168,7 +168,7 @@ def _notebooks(chapter: str) -> tuple[nbformat.NotebookNode, Path]:
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_student_notebook_is_generated_and_stripped(chapter: str) -> None:
-    from jaxcourse.exercises import authoring
+    from jaxcourse.exercises.authoring import cli as authoring
 
     master, path = _notebooks(chapter)
     student = authoring.student_notebook(master, path.name)

@@ -29,7 +29,7 @@ from jax._src import core as jax_core
 from processes import assert_no_children_left
 
 from jaxcourse.exercises import check, get, warm_up
-from jaxcourse.exercises.observe import (
+from jaxcourse.exercises.checking.observe import (
     TimeLimitError,
     _TimeUp,
     call_with_time_limit,

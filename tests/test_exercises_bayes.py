@@ -84,7 +84,7 @@ PNG = b"\x89PNG"
 
 
 def test_fit_elbo_climbs() -> None:
-    from jaxcourse.exercises.explorers_bayes import fit_elbo, plot_fits
+    from jaxcourse.exercises.widgets.explorers_bayes import fit_elbo, plot_fits
 
     true_beta, all_x, y, _ = bayes.chapter_data()
     fit = fit_elbo(all_x, y, num_samples=8, step_size=0.01, steps=50)
@@ -95,7 +95,7 @@ def test_fit_elbo_climbs() -> None:
 
 
 def test_sliders_refit_and_redraw() -> None:
-    from jaxcourse.exercises.explorers_bayes import ElboExplorer
+    from jaxcourse.exercises.widgets.explorers_bayes import ElboExplorer
 
     explorer = ElboExplorer(steps=50, keep=2, run=False)
     assert explorer.runs == []
@@ -117,7 +117,7 @@ def test_sliders_refit_and_redraw() -> None:
 
 
 def test_elbo_explorer_defers_while_grading(monkeypatch) -> None:
-    from jaxcourse.exercises.explorers_bayes import ElboExplorer
+    from jaxcourse.exercises.widgets.explorers_bayes import ElboExplorer
 
     monkeypatch.setenv("JAXCOURSE_GRADING", "1")
     assert ElboExplorer().runs == []

@@ -25,8 +25,8 @@ from jaxcourse.exercises import (
     unregister,
     warm_up,
 )
-from jaxcourse.exercises.judging import GRADING_ENV
-from jaxcourse.exercises.observe import TimeLimitError, call_with_time_limit
+from jaxcourse.exercises.checking.judging import GRADING_ENV
+from jaxcourse.exercises.checking.observe import TimeLimitError, call_with_time_limit
 from jaxcourse.load_clock import WALL_CAP, LoadClock
 from jaxcourse.messages import MESSAGES, message
 
@@ -236,7 +236,7 @@ def test_a_changed_container_is_named_even_when_compiled(compiled_demo) -> None:
 
 
 def test_numpy_inputs_are_never_compiled(demo) -> None:
-    from jaxcourse.exercises.observe import _compilable
+    from jaxcourse.exercises.checking.observe import _compilable
 
     assert not _compilable((np.ones(2),))
     assert not _compilable(({"w": np.ones(2)}, 1.0))
@@ -362,7 +362,7 @@ def test_a_thread_interrupted_leaves_no_signal_that_hangs_a_profile_hook() -> No
 
 
 def test_observation_round_trips_through_json() -> None:
-    from jaxcourse.exercises.observe import Node, _to_value
+    from jaxcourse.exercises.checking.observe import Node, _to_value
 
     value = _to_value([(np.arange(3, dtype=np.int32), jnp.ones((2, 2))), {"a": 1.5}])
     observed = Observation("value", value=value, mutated=0, printed=4)
@@ -450,7 +450,7 @@ def test_a_list_and_a_tuple_are_the_same_sequence() -> None:
 def test_where_says_in_words_which_part_is_wrong(
     path: tuple, language: str, words: str
 ) -> None:
-    from jaxcourse.exercises.judging import where
+    from jaxcourse.exercises.checking.judging import where
 
     assert where(path, language) == words
 

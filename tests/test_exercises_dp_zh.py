@@ -64,7 +64,7 @@ def test_texts_are_traditional_chinese(exercise_id) -> None:
 
 
 def test_panel_and_feedback_are_chinese() -> None:
-    from jaxcourse.exercises.widgets import CheckPanel
+    from jaxcourse.exercises.widgets.panel import CheckPanel
 
     def split_for_devices(array, num_devices):
         raise NotImplementedError()
@@ -118,7 +118,7 @@ def test_the_gradient_bound_the_tolerances_assume_holds() -> None:
 
 
 def test_explorer_functions_on_this_process_devices() -> None:
-    from jaxcourse.exercises.explorers_dp_zh import (
+    from jaxcourse.exercises.widgets.explorers_dp_zh import (
         DataParallelExplorer,
         explore,
         plot_exploration,
@@ -159,7 +159,10 @@ print({mark!r} + json.dumps(t.explorer_on_8_devices()))
 
 def explorer_on_8_devices() -> dict:
     """Drive the explorer on 8 devices (run in the child)."""
-    from jaxcourse.exercises.explorers_dp_zh import AXES_CHOICES, DataParallelExplorer
+    from jaxcourse.exercises.widgets.explorers_dp_zh import (
+        AXES_CHOICES,
+        DataParallelExplorer,
+    )
 
     explorer = DataParallelExplorer()
     first = explorer.exploration
@@ -205,8 +208,8 @@ def test_explorer_on_8_devices(eight) -> None:
 
 
 def test_explorer_does_nothing_while_grading(monkeypatch) -> None:
-    from jaxcourse.exercises.explorers_dp_zh import DataParallelExplorer
-    from jaxcourse.exercises.judging import GRADING_ENV
+    from jaxcourse.exercises.checking.judging import GRADING_ENV
+    from jaxcourse.exercises.widgets.explorers_dp_zh import DataParallelExplorer
 
     monkeypatch.setenv(GRADING_ENV, "1")
     explorer = DataParallelExplorer()

@@ -21,15 +21,16 @@ import pytest
 from jax.experimental import multihost_utils
 from processes import assert_no_children_left
 
+from exercise_kit import multiprocess_cases, multiprocess_harness
 from jaxcourse.exercises import check
-from jaxcourse.exercises.explorers_multiprocess import (
+from jaxcourse.exercises.widgets.explorers_multiprocess import (
     BatchSplitExplorer,
     draw_layout,
     layout_table,
     row_layout,
     split_problem,
 )
-from solutions import multiprocess, multiprocess_cases, multiprocess_harness
+from solutions import multiprocess
 
 
 @pytest.fixture()
@@ -220,7 +221,7 @@ def test_explorer_redraws_when_the_sliders_move() -> None:
 
 
 def test_random_timeouts_differ_and_vary() -> None:
-    from solutions.multiprocess_checks import random_timeouts
+    from exercise_kit.multiprocess_checks import random_timeouts
 
     (settings,) = random_timeouts()(np.random.default_rng(11))
     assert len(set(settings)) == 16 and all(h != s for h, s in settings)
@@ -231,7 +232,7 @@ def test_random_timeouts_differ_and_vary() -> None:
 
 
 def test_job_logs_carry_the_real_messages_of_their_ending() -> None:
-    from solutions.multiprocess_logs import KINDS, job_log, sacct_line
+    from exercise_kit.multiprocess_logs import KINDS, job_log, sacct_line
 
     said = {  # what JAX 0.10.2 and Slurm print, as in chapter 8's jobs
         "kill-on-bad-exit": ["Exited with exit code 1", "Killed", "SIGTERM caught"],
@@ -254,7 +255,7 @@ def test_job_logs_carry_the_real_messages_of_their_ending() -> None:
 
 
 def test_job_ending_reference_reads_every_kind_right() -> None:
-    from solutions.multiprocess_logs import answer, job_log, sacct_line
+    from exercise_kit.multiprocess_logs import answer, job_log, sacct_line
 
     for job in range(5000, 5600):
         assert multiprocess.job_ending(job_log(job), sacct_line(job)) == answer(job)
@@ -269,8 +270,8 @@ def test_job_ending_names_a_wrong_choice() -> None:
 def test_a_failure_is_reported_by_the_process_that_left_not_its_partner() -> None:
     # The race CI met: process 0 raised (its batch was short) and left; process
     # 1's all-reduce then failed, and the launcher saw process 1 end first.
+    from exercise_kit.multiprocess_workers import failure_message
     from jaxcourse.launch import LaunchResult, RankFailedError
-    from solutions.multiprocess_workers import failure_message
 
     own = ("ValueError: process 0 passed step() a batch of shape (0,), not (3,): "
            "every process must pass full batches")

@@ -14,9 +14,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from jaxcourse.exercises import authoring, grading
-from jaxcourse.exercises.authoring_nbgrader import KERNEL_NAME
-from jaxcourse.exercises.release_stubs import release_cells
+from jaxcourse.exercises.authoring import cli as authoring
+from jaxcourse.exercises.authoring.nbgrader import KERNEL_NAME
+from jaxcourse.exercises.authoring.release_stubs import release_cells
+from jaxcourse.exercises.grading import cli as grading
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDENT = ROOT / "exercises" / "01_mlp_exercises.ipynb"
@@ -214,7 +215,8 @@ def test_nbgrader_course_folder(tmp_path: Path, capsys, monkeypatch) -> None:
     assert config.Execute.kernel_name == KERNEL_NAME == "jaxcourse-walled"
     spec = json.loads((course / "jupyter" / "kernels" / "jaxcourse-walled" /
                        "kernel.json").read_text())
-    assert spec["argv"] == [sys.executable, "-m", "jaxcourse.exercises.nbgrader_kernel",
+    assert spec["argv"] == [sys.executable, "-m",
+                            "jaxcourse.exercises.grading.nbgrader_kernel",
                             "--course", str(course.resolve()), "-f",
                             "{connection_file}"]
     assert spec["interrupt_mode"] == "message"
@@ -330,7 +332,7 @@ def test_grading_a_folder(tmp_path: Path, capsys) -> None:
 
 def test_a_forged_or_broken_report_scores_zero() -> None:
     from jaxcourse.exercises import get
-    from jaxcourse.exercises.judging import reference_observations
+    from jaxcourse.exercises.checking.judging import reference_observations
 
     expected = {"mlp.relu": reference_observations(get("mlp.relu"))}
     passed = [{"kind": "passed"}] * 5  # not an observation

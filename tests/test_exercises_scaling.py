@@ -107,8 +107,8 @@ def test_rules_meet_many_random_cases(exercise_id: str) -> None:
 
 def test_fsdp_specs_random_trees_vary() -> None:
     """The random trees need every kind of answer: split first, later, or none."""
+    from exercise_kit.scaling_checks import random_trees
     from solutions.scaling import fsdp_specs
-    from solutions.scaling_checks import random_trees
 
     (trees,) = random_trees()(np.random.default_rng(0))
     kinds = Counter()
@@ -178,8 +178,8 @@ def test_remat_policy_counts_the_residuals_jax_lists() -> None:
 
 def test_critical_batch_agrees_with_the_chapter() -> None:
     """The closed form is the chapter's pass-by-pass roofline, on random cases."""
+    from exercise_kit.scaling_cases import critical_calls
     from solutions.scaling import critical_batch
-    from solutions.scaling_cases import critical_calls
 
     (calls,) = critical_calls(60)(np.random.default_rng(1))
     for _, (layout, size, data, model, flops, beta, itemsize) in calls:
@@ -225,10 +225,10 @@ def test_tp_mlp_compiles_to_one_all_reduce() -> None:
 
         use_cpu_devices(8)
         import numpy as np
-        from solutions import scaling_mistakes as wrong
+        from exercise_kit import scaling_mistakes as wrong
         from solutions.scaling import tp_mlp
-        from solutions.scaling_checks import tp_tolerance
-        from solutions.scaling_checks import compiled_kinds, mlp_inputs
+        from exercise_kit.scaling_checks import tp_tolerance
+        from exercise_kit.scaling_checks import compiled_kinds, mlp_inputs
 
         args = mlp_inputs(2, 4, 16, 32)(np.random.default_rng(0))
         x, w_in, w_out, _ = args
@@ -267,8 +267,8 @@ def test_tp_mlp_check_compiles_two_programs_and_names_shard_maps_error() -> None
         import jax
         import numpy as np
         from jaxcourse.exercises import check, get, observe_all
-        from jaxcourse.exercises.warm_cache import fresh_copy
-        from solutions.scaling_checks import mlp_inputs
+        from jaxcourse.exercises.authoring.warm_cache import fresh_copy
+        from exercise_kit.scaling_checks import mlp_inputs
 
         exercise = get("scaling.tp_mlp")
         lowered = []

@@ -70,7 +70,7 @@ def explorer_states() -> dict:
         from jaxcourse.devices import use_cpu_devices
 
         use_cpu_devices(8)
-        from jaxcourse.exercises.explorers_shard_map import (
+        from jaxcourse.exercises.widgets.explorers_shard_map import (
             CollectiveExplorer, describe, problem)
 
         states = {{}}
@@ -166,7 +166,7 @@ def test_explorer_defers_while_grading() -> None:
     found = run_script(f"""
         import json, os
         os.environ["JAXCOURSE_GRADING"] = "1"
-        from jaxcourse.exercises.explorers_shard_map import CollectiveExplorer
+        from jaxcourse.exercises.widgets.explorers_shard_map import CollectiveExplorer
 
         e = CollectiveExplorer()
         print({MARK!r} + json.dumps([e.summary_text, repr(e)]))

@@ -45,7 +45,7 @@ def test_cheaper_products_random_shapes_cross_every_boundary() -> None:
     """
     import numpy as np
 
-    from solutions.sharding_checks import _PRODUCT_TURNS
+    from exercise_kit.sharding_checks import _PRODUCT_TURNS
 
     rng = np.random.default_rng(3)
     shapes = [_PRODUCT_TURNS[t % len(_PRODUCT_TURNS)](
@@ -102,7 +102,7 @@ def explorer_states() -> dict:
 
         use_cpu_devices(8)
         from jax.sharding import PartitionSpec as P
-        from jaxcourse.exercises.explorers_sharding import (
+        from jaxcourse.exercises.widgets.explorers_sharding import (
             ShardingExplorer, collectives, describe_layout, place)
 
         states = {{}}
@@ -199,7 +199,7 @@ def test_explorer_defers_while_grading() -> None:
     found = run_script(f"""
         import json, os
         os.environ["JAXCOURSE_GRADING"] = "1"
-        from jaxcourse.exercises.explorers_sharding import ShardingExplorer
+        from jaxcourse.exercises.widgets.explorers_sharding import ShardingExplorer
 
         e = ShardingExplorer()
         print({MARK!r} + json.dumps([e.array is None, repr(e)]))

@@ -37,7 +37,7 @@ def small_images():
 
 
 def test_time_loaders_returns_both_timings(small_images) -> None:
-    from jaxcourse.exercises.explorers_torch_data import time_loaders
+    from jaxcourse.exercises.widgets.explorers_torch_data import time_loaders
 
     timing = time_loaders(*small_images, batch_size=32)
     assert timing.batch_size == 32 and timing.num_examples == 256
@@ -46,7 +46,7 @@ def test_time_loaders_returns_both_timings(small_images) -> None:
 
 
 def test_loader_explorer_slider_retimes_and_redraws(small_images) -> None:
-    from jaxcourse.exercises.explorers_torch_data import LoaderExplorer
+    from jaxcourse.exercises.widgets.explorers_torch_data import LoaderExplorer
 
     explorer = LoaderExplorer(*small_images)
     assert [t.batch_size for t in explorer.timings] == [128]
@@ -67,7 +67,7 @@ def test_loader_explorer_slider_retimes_and_redraws(small_images) -> None:
 
 
 def test_loader_explorer_defers_while_grading(monkeypatch, small_images) -> None:
-    from jaxcourse.exercises.explorers_torch_data import LoaderExplorer
+    from jaxcourse.exercises.widgets.explorers_torch_data import LoaderExplorer
 
     monkeypatch.setenv("JAXCOURSE_GRADING", "1")
     explorer = LoaderExplorer(*small_images)

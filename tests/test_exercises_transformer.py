@@ -20,7 +20,7 @@ import pytest
 from exercise_answers import right, wrong
 
 from jaxcourse import transformer
-from jaxcourse.exercises.observation import Choice, choice
+from jaxcourse.exercises.checking.observation import Choice, choice
 
 NAMES = ("count_params", "bytes_per_param", "activation_bytes_per_token",
          "flops_per_token", "micro_batches", "tp_specs", "pipeline_micro_batches",
@@ -137,8 +137,8 @@ def test_micro_batches_meets_every_outcome() -> None:
 
 
 def test_counts_match_the_library_and_the_published_totals() -> None:
+    from exercise_kit.transformer_checks import random_config
     from solutions.transformer import LLAMA32_1B, count_params, flops_per_token
-    from solutions.transformer_checks import random_config
 
     for cfg in (transformer.LLAMA3_8B, transformer.LLAMA3_70B):
         assert count_params(cfg) == transformer.PUBLISHED_PARAMS[cfg.name]
@@ -155,8 +155,8 @@ def test_counts_match_the_library_and_the_published_totals() -> None:
 
 
 def test_bytes_and_zero_match_the_library() -> None:
+    from exercise_kit.transformer_checks import random_config
     from solutions.transformer import bytes_per_param, zero_bytes_per_device
-    from solutions.transformer_checks import random_config
 
     # Exercise 2 is ZeRO's accounting (gradients in the compute dtype); the
     # library's is the course's step (gradients of the stored weights).
@@ -174,8 +174,8 @@ def test_bytes_and_zero_match_the_library() -> None:
 
 
 def test_tp_specs_are_the_chapters_where_everything_splits() -> None:
+    from exercise_kit.transformer_checks import WEIGHTS, spec_table
     from solutions.transformer import tp_specs
-    from solutions.transformer_checks import WEIGHTS, spec_table
 
     chapter = transformer.param_specs("TP")
     for cfg, model in ((transformer.LLAMA3_8B, 8), (transformer.LLAMA3_70B, 8)):
@@ -201,9 +201,9 @@ def test_activations_match_jaxs_saved_residuals() -> None:
     axis first. Three small random configs, one per policy, in both
     precisions in turn (each measurement traces the gradient twice).
     """
+    from exercise_kit.transformer_checks import POLICIES, random_config
     from jaxcourse.scaling import residual_bytes
     from solutions.transformer import activation_bytes_per_token
-    from solutions.transformer_checks import POLICIES, random_config
 
     rng = np.random.default_rng(3)
     batch, seq = 5, 8  # twice the batch (10) is never a layer count (1 to 3)
@@ -220,8 +220,8 @@ def test_activations_match_jaxs_saved_residuals() -> None:
 
 def test_every_mesh_case_is_a_real_batch() -> None:
     """Each random batch of pick_mesh is whole sequences, as many per data group."""
+    from exercise_kit.transformer_checks import mesh_calls
     from solutions.transformer import pick_mesh
-    from solutions.transformer_checks import mesh_calls
 
     for seed in range(3):
         (calls,) = mesh_calls()(np.random.default_rng(seed))

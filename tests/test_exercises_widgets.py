@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from jaxcourse.exercises import Case, Exercise, check_panel, register, unregister
-from jaxcourse.exercises.explorers_mlp import (
+from jaxcourse.exercises.widgets.explorers_mlp import (
     LearningRateExplorer,
     plot_runs,
     synthetic_subset,
     train_curve,
 )
-from jaxcourse.exercises.widgets import CheckPanel, hints_html, result_html
+from jaxcourse.exercises.widgets.panel import CheckPanel, hints_html, result_html
 
 PNG = b"\x89PNG"
 
@@ -202,7 +202,7 @@ def _png_size(png: bytes) -> tuple[int, int]:
 
 
 def test_panel_and_explorers_share_one_display_base(subset) -> None:
-    from jaxcourse.exercises.explorer_base import DISPLAY_CLASS, Display
+    from jaxcourse.exercises.widgets.explorer_base import DISPLAY_CLASS, Display
 
     panel = check_panel("mlp.relu", relu, run=False)
     explorer = LearningRateExplorer(subset, steps=10, run=False)
@@ -213,7 +213,7 @@ def test_panel_and_explorers_share_one_display_base(subset) -> None:
 
 
 def test_kernel_gone_notice_is_hidden_until_the_front_end_disconnects() -> None:
-    from jaxcourse.exercises.explorer_base import NOTICE_CLASS
+    from jaxcourse.exercises.widgets.explorer_base import NOTICE_CLASS
     from jaxcourse.messages import message
 
     panel = check_panel("mlp.relu", relu, run=False)
@@ -231,7 +231,7 @@ def test_kernel_gone_notice_is_hidden_until_the_front_end_disconnects() -> None:
 
 
 def test_notice_speaks_the_panel_language() -> None:
-    from jaxcourse.exercises.explorer_base import notice_html
+    from jaxcourse.exercises.widgets.explorer_base import notice_html
 
     assert "核心（kernel）已重新啟動" in notice_html("zh-Hant")
     assert "内核（kernel）已重新启动" in notice_html("zh-Hans")
@@ -244,8 +244,8 @@ def _explorer_classes() -> list[type]:
     import importlib
     import pkgutil
 
-    import jaxcourse.exercises as package
-    from jaxcourse.exercises.explorer_base import Explorer
+    import jaxcourse.exercises.widgets as package
+    from jaxcourse.exercises.widgets.explorer_base import Explorer
 
     found = []
     for info in pkgutil.iter_modules(package.__path__):
@@ -259,7 +259,7 @@ def _explorer_classes() -> list[type]:
 def test_every_explorer_says_on_a_static_page_that_it_needs_a_kernel(subset) -> None:
     from ipywidgets.embed import embed_data
 
-    from jaxcourse.exercises.explorer_base import (
+    from jaxcourse.exercises.widgets.explorer_base import (
         EXPLORER_CLASS,
         NOTICE_CLASS,
         STATIC_CLASS,
@@ -298,7 +298,7 @@ def test_every_explorer_says_on_a_static_page_that_it_needs_a_kernel(subset) -> 
 
 
 def test_an_explorer_greys_its_result_while_it_computes(subset) -> None:
-    from jaxcourse.exercises.explorer_base import STALE_CLASS
+    from jaxcourse.exercises.widgets.explorer_base import STALE_CLASS
 
     explorer = LearningRateExplorer(subset, steps=10, run=False)
     with explorer._computing("computing for 32 blocks", explorer.status):
@@ -317,7 +317,7 @@ def test_an_explorer_greys_its_result_while_it_computes(subset) -> None:
 
 
 def test_dropdowns_show_their_labels_whole() -> None:
-    from jaxcourse.exercises.explorer_base import _text_px, dropdown_style
+    from jaxcourse.exercises.widgets.explorer_base import _text_px, dropdown_style
 
     style = dropdown_style("mesh (data×model)", ["8×1", "tensor parallel"])
     # ipywidgets cuts a label at 80 px ("global bat…") unless told otherwise.
@@ -327,8 +327,8 @@ def test_dropdowns_show_their_labels_whole() -> None:
 
 
 def test_figures_are_drawn_for_their_css_width_at_twice_the_pixels(subset) -> None:
-    from jaxcourse.exercises.explorer_base import PIXEL_RATIO
-    from jaxcourse.exercises.explorers_mlp import FIGURE_PX
+    from jaxcourse.exercises.widgets.explorer_base import PIXEL_RATIO
+    from jaxcourse.exercises.widgets.explorers_mlp import FIGURE_PX
 
     explorer = LearningRateExplorer(subset, steps=20)
     width, height = _png_size(bytes(explorer.image.value))
@@ -339,7 +339,11 @@ def test_figures_are_drawn_for_their_css_width_at_twice_the_pixels(subset) -> No
 
 
 def test_show_figure_sets_the_width_from_the_figure() -> None:
-    from jaxcourse.exercises.explorer_base import figure, figure_image, show_figure
+    from jaxcourse.exercises.widgets.explorer_base import (
+        figure,
+        figure_image,
+        show_figure,
+    )
 
     image = figure_image()
     show_figure(image, figure(300, 120))
@@ -349,7 +353,7 @@ def test_show_figure_sets_the_width_from_the_figure() -> None:
 
 
 def test_sliders_give_every_step_room(subset) -> None:
-    from jaxcourse.exercises.explorer_base import STEP_PX
+    from jaxcourse.exercises.widgets.explorer_base import STEP_PX
 
     explorer = LearningRateExplorer(subset, run=False)
     slider = explorer.learning_rate
@@ -362,7 +366,7 @@ def test_sliders_give_every_step_room(subset) -> None:
 
 
 def test_learning_rate_explorer_names_the_dataset(raw_root) -> None:
-    from jaxcourse.exercises.explorers_mlp import load_subset
+    from jaxcourse.exercises.widgets.explorers_mlp import load_subset
 
     data = load_subset(n_train=64, n_test=16)
     assert data.dataset == "Fashion-MNIST"  # what conftest provisions
@@ -391,7 +395,7 @@ def test_explorer_labels_come_from_the_catalogue(subset) -> None:
 
 
 def test_grader_sentences_live_in_the_catalogue() -> None:
-    from jaxcourse.exercises import runner
+    from jaxcourse.exercises.grading import runner
     from jaxcourse.messages import message
 
     assert not hasattr(runner, "_TEXT")
@@ -419,7 +423,7 @@ def test_every_text_of_a_panel_says_its_language(exercise_id, language) -> None:
 
 
 def test_advice_is_marked_apart_and_code_is_shown_as_code() -> None:
-    from jaxcourse.exercises.result import Feedback, Result
+    from jaxcourse.exercises.checking.result import Feedback, Result
 
     result = Result("demo.x", "failed", (
         Feedback("a", False, "a: no function named `f` was found"),
@@ -435,7 +439,7 @@ def test_advice_is_marked_apart_and_code_is_shown_as_code() -> None:
 
 
 def test_a_single_number_has_no_index_and_a_vector_index_is_a_number() -> None:
-    from jaxcourse.exercises.comparison import compare
+    from jaxcourse.exercises.checking.comparison import compare
 
     case = Case("one", lambda rng: (), rtol=0.0, atol=0.0)
     one = compare(np.array(2.0, np.float32), np.array(3.0, np.float32), case)

@@ -1,4 +1,4 @@
-"""The explorers' bar charts (jaxcourse.exercises.explorer_charts), read back as SVG.
+"""The explorers' bar charts (exercises.widgets.explorer_charts), read back as SVG.
 
 Random bars on both sides of the chip's capacity, and exactly at it: each
 part's width is its value on one scale, the line sits at the capacity, a bar
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from chart_svg import charts, check_flags, read
 
-from jaxcourse.exercises.explorer_base import bytes_text, seconds_text
-from jaxcourse.exercises.explorer_charts import (
+from jaxcourse.exercises.widgets.explorer_base import bytes_text, seconds_text
+from jaxcourse.exercises.widgets.explorer_charts import (
     Bar,
     _axis,
     bar_chart,

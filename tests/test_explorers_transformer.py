@@ -1,4 +1,4 @@
-"""The transformer explorer (jaxcourse.exercises.explorers_transformer).
+"""The transformer explorer (jaxcourse.exercises.widgets.explorers_transformer).
 
 Its figures are the transformer library's formulas for the learner's choice;
 the compiled rows need a simulated device per chip, so that test runs in a
@@ -23,8 +23,8 @@ from chart_svg import (
 from processes import MARK, run_script
 
 from jaxcourse import transformer
-from jaxcourse.exercises import explorers_transformer as tfx
-from jaxcourse.exercises.explorer_base import bytes_text, seconds_text
+from jaxcourse.exercises.widgets import explorers_transformer as tfx
+from jaxcourse.exercises.widgets.explorer_base import bytes_text, seconds_text
 from jaxcourse.scaling import HARDWARE
 
 SMALL = transformer.Config(vocab=96, d_model=32, layers=3, heads=4, kv_heads=2,
@@ -219,7 +219,7 @@ def test_the_explorer_compiles_small_configs_and_says_why_not_otherwise() -> Non
 
         use_cpu_devices(8)
         from jaxcourse import transformer
-        from jaxcourse.exercises import explorers_transformer as tfx
+        from jaxcourse.exercises.widgets import explorers_transformer as tfx
 
         small = tfx.transformer_report("LLaMA-3 8B, 2 layers", "H100 SXM", 1, "8×1",
                                        "mixed", "full", 1, 8, 1024)

@@ -21,8 +21,9 @@ from slurm_cluster import slurm_cluster  # noqa: F401  (a fixture)
 
 from jaxcourse import CourseError, slurm
 from jaxcourse.data.store import sha256_file
-from jaxcourse.exercises import grading, isolation
-from jaxcourse.exercises.sandbox import plan_cells, skippable
+from jaxcourse.exercises.grading import cli as grading
+from jaxcourse.exercises.grading import isolation
+from jaxcourse.exercises.grading.sandbox import plan_cells, skippable
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = "03_bayes"
@@ -237,7 +238,7 @@ def _grade_on_slurm(base: Path, folders: list[Path]) -> dict:
 def _after_slurm(result: dict) -> dict:
     """What is left once the Slurm grading (and any other) has ended."""
     queue = slurm._run(["squeue", "-h", "-o", "%i"]).stdout.split()
-    task = "jaxcourse.exercises.grading_slurm"
+    task = "jaxcourse.exercises.grading.slurm"
     tasks = [p.pid for p in psutil.process_iter(["cmdline"])
              if task in " ".join(p.info["cmdline"] or [])]
     return {**result, "leftover": _sleepers() + tasks, "queue": queue}
@@ -635,7 +636,7 @@ def test_a_notebook_named_twice_is_graded_once_and_names_never_clash(
 
 
 def test_a_course_change_is_blamed_only_without_the_wall() -> None:
-    from jaxcourse.exercises.grading_slurm import _blamed
+    from jaxcourse.exercises.grading.slurm import _blamed
 
     rows = {"a": {"started": 0, "ended": 10}, "b": {"started": 5, "ended": 20},
             "c": {"started": 30, "ended": 40}}
@@ -658,8 +659,8 @@ def _fake_runs(monkeypatch, site: Path, module, plant: str) -> list[str]:
     the environment's package folders during one submission's run. Returns
     the names of the submissions run, in order. Only its first run plants.
     """
-    from jaxcourse.exercises import grading_local
-    from jaxcourse.exercises.runner import Run
+    from jaxcourse.exercises.grading import local as grading_local
+    from jaxcourse.exercises.grading.runner import Run
 
     ran: list[str] = []
 
@@ -683,7 +684,7 @@ def _fake_runs(monkeypatch, site: Path, module, plant: str) -> list[str]:
 @pytest.mark.slow  # the finished run's stamp asks git (no submission runs)
 def test_a_changed_environment_stops_grading_with_one_paragraph(
         tmp_path: Path, monkeypatch, capsys) -> None:
-    from jaxcourse.exercises import grading_local
+    from jaxcourse.exercises.grading import local as grading_local
 
     site = tmp_path / "site-packages"
     (site / "pkg" / "__pycache__").mkdir(parents=True)
@@ -726,8 +727,8 @@ def test_a_changed_environment_stops_grading_with_one_paragraph(
 
 def test_a_slurm_task_stops_when_the_environment_changed(
         tmp_path: Path, monkeypatch) -> None:
-    from jaxcourse.exercises import grading_slurm
-    from jaxcourse.exercises.nbgrader_preprocessor import environment_fingerprint
+    from jaxcourse.exercises.grading import slurm as grading_slurm
+    from jaxcourse.exercises.nbgrader.preprocessor import environment_fingerprint
 
     site = tmp_path / "site-packages"
     site.mkdir()

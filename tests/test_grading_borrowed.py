@@ -36,11 +36,16 @@ from hostile_class import (
 from slurm_cluster import slurm_cluster  # noqa: F401  (a fixture)
 
 from jaxcourse import slurm
-from jaxcourse.exercises import get, grading
-from jaxcourse.exercises.answers import answer_digests, digest, reference_digest
-from jaxcourse.exercises.borrowing import Watch, verdicts
-from jaxcourse.exercises.grading_rows import SubmissionResult
-from jaxcourse.exercises.grading_tables import Flag, class_flags
+from jaxcourse.exercises import get
+from jaxcourse.exercises.checking.answers import (
+    answer_digests,
+    digest,
+    reference_digest,
+)
+from jaxcourse.exercises.grading import cli as grading
+from jaxcourse.exercises.grading.borrowing import Watch, verdicts
+from jaxcourse.exercises.grading.rows import SubmissionResult
+from jaxcourse.exercises.grading.tables import Flag, class_flags
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = "03_bayes"

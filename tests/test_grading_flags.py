@@ -17,9 +17,13 @@ from pathlib import Path
 import pytest
 
 from jaxcourse.exercises import exercise_ids, get
-from jaxcourse.exercises.answers import answer_digests, answer_marks, reference_size
-from jaxcourse.exercises.grading_rows import SubmissionResult
-from jaxcourse.exercises.grading_tables import (
+from jaxcourse.exercises.checking.answers import (
+    answer_digests,
+    answer_marks,
+    reference_size,
+)
+from jaxcourse.exercises.grading.rows import SubmissionResult
+from jaxcourse.exercises.grading.tables import (
     PASTED_MIN_NODES,
     Flag,
     _reference,

@@ -3,9 +3,10 @@
 A submission's cell starts a child that ignores SIGTERM, clears its
 environment (so no tag of the grader's can find it), calls ``setsid`` and
 forks twice (so no process group, session or parent leads to it). The
-grader runs each submission inside the wall (:mod:`jaxcourse.exercises.isolation`),
-in a PID namespace of its own: when the submission's process tree is ended,
-the namespace ends, and that grandchild with it. Needs bubblewrap.
+grader runs each submission inside the wall
+(:mod:`jaxcourse.exercises.grading.isolation`), in a PID namespace of its
+own: when the submission's process tree is ended, the namespace ends, and
+that grandchild with it. Needs bubblewrap.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import nbformat
 import psutil
 import pytest
 
-from jaxcourse.exercises.grading import grade
+from jaxcourse.exercises.grading.cli import grade
 
 pytestmark = pytest.mark.slow
 

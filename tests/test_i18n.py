@@ -247,7 +247,8 @@ def test_lint_names_what_a_translation_lost() -> None:
 def test_an_editions_panels_speak_its_language(
         monkeypatch: pytest.MonkeyPatch, session: str, language: str) -> None:
     from jaxcourse import course
-    from jaxcourse.exercises import check, registry
+    from jaxcourse.exercises import check
+    from jaxcourse.exercises.checking import registry
 
     # JupyterLab tells a kernel its notebook's path; the edition's folder says
     # the language, and the exercise's texts come from the catalog's table.
@@ -269,7 +270,7 @@ def test_an_editions_panels_speak_its_language(
 
 def test_the_reading_language_can_be_set_and_is_checked(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from jaxcourse.exercises import registry
+    from jaxcourse.exercises.checking import registry
 
     monkeypatch.setenv(registry.READING_LANGUAGE_ENV, "zh-Hant")
     assert registry.reading_language() == "zh-Hant"
@@ -280,8 +281,8 @@ def test_the_reading_language_can_be_set_and_is_checked(
 
 def test_an_english_explorer_opened_in_an_edition_speaks_its_language(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from jaxcourse.exercises import registry
-    from jaxcourse.exercises.explorers_mlp import LearningRateExplorer
+    from jaxcourse.exercises.checking import registry
+    from jaxcourse.exercises.widgets.explorers_mlp import LearningRateExplorer
 
     english = LearningRateExplorer(run=False)
     monkeypatch.setenv("JPY_SESSION_NAME", "exercises/zh_hant/01_mlp_exercises.ipynb")

@@ -20,9 +20,10 @@ import numpy as np
 import pytest
 
 from jaxcourse import course
-from jaxcourse.exercises import check, judging, registry
-from jaxcourse.exercises.case_limits import case_time_limits
-from jaxcourse.exercises.references import stored_outputs
+from jaxcourse.exercises import check
+from jaxcourse.exercises.checking import judging, registry
+from jaxcourse.exercises.checking.case_limits import case_time_limits
+from jaxcourse.exercises.checking.references import stored_outputs
 
 REPO = Path(__file__).resolve().parents[1]
 CJK = re.compile(r"[\u3400-\u9fff]")
@@ -122,15 +123,15 @@ def test_an_unreadable_notebook_falls_back_to_its_folder(
 
 def _explorers() -> dict[str, object]:
     """Build every explorer as a chapter's cell does (no language given)."""
-    from jaxcourse.exercises.explorers_bayes import ElboExplorer
-    from jaxcourse.exercises.explorers_dp_zh import DataParallelExplorer
-    from jaxcourse.exercises.explorers_mlp import LearningRateExplorer
-    from jaxcourse.exercises.explorers_multiprocess import BatchSplitExplorer
-    from jaxcourse.exercises.explorers_scaling import LayoutExplorer
-    from jaxcourse.exercises.explorers_shard_map import CollectiveExplorer
-    from jaxcourse.exercises.explorers_sharding import ShardingExplorer
-    from jaxcourse.exercises.explorers_torch_data import LoaderExplorer
-    from jaxcourse.exercises.explorers_transformer import TransformerExplorer
+    from jaxcourse.exercises.widgets.explorers_bayes import ElboExplorer
+    from jaxcourse.exercises.widgets.explorers_dp_zh import DataParallelExplorer
+    from jaxcourse.exercises.widgets.explorers_mlp import LearningRateExplorer
+    from jaxcourse.exercises.widgets.explorers_multiprocess import BatchSplitExplorer
+    from jaxcourse.exercises.widgets.explorers_scaling import LayoutExplorer
+    from jaxcourse.exercises.widgets.explorers_shard_map import CollectiveExplorer
+    from jaxcourse.exercises.widgets.explorers_sharding import ShardingExplorer
+    from jaxcourse.exercises.widgets.explorers_torch_data import LoaderExplorer
+    from jaxcourse.exercises.widgets.explorers_transformer import TransformerExplorer
 
     images = np.zeros((8, 28, 28), np.uint8)
     return {

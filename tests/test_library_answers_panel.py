@@ -1,10 +1,10 @@
 """The check panel names an answer that is the course's own function (issue #51).
 
 The grader flags such an answer as borrowed
-(:mod:`jaxcourse.exercises.library_answers`, ``tests/test_release_search.py``);
+(:mod:`jaxcourse.exercises.checking.library_answers`, ``tests/test_release_search.py``);
 here the panel says it at once, under the result: "this is
 ``transformer.param_count``: write the reasoning yourself", for every exercise
-of :data:`~jaxcourse.exercises.library_answers.LIBRARY_ANSWERS`, through an
+of :data:`~jaxcourse.exercises.checking.library_answers.LIBRARY_ANSWERS`, through an
 alias or a helper of the learner's, or under a thin wrapper of the learner's
 that gives the exercise's answer (``tests/library_wrappers.py``), and never
 for an answer of the learner's own, even one that uses a helper that is no
@@ -26,15 +26,15 @@ from library_wrappers import HONEST, WRAPPERS
 
 from jaxcourse import course
 from jaxcourse.exercises import get
-from jaxcourse.exercises.judging import judge, reference_observations
-from jaxcourse.exercises.library_answers import (
+from jaxcourse.exercises.checking.judging import judge, reference_observations
+from jaxcourse.exercises.checking.library_answers import (
     LIBRARY_ANSWERS,
     function_library_answer,
     shown_name,
 )
-from jaxcourse.exercises.observe import observe_all
-from jaxcourse.exercises.registry import _REGISTRY
-from jaxcourse.exercises.widgets import CheckPanel, library_note_html
+from jaxcourse.exercises.checking.observe import observe_all
+from jaxcourse.exercises.checking.registry import _REGISTRY
+from jaxcourse.exercises.widgets.panel import CheckPanel, library_note_html
 
 _COUNT = itertools.count()
 

@@ -1,6 +1,6 @@
 """Every job log of chapter 8's exercise 8 is one a real run could print.
 
-``solutions.multiprocess_logs.job_log`` writes a job's output the way JAX
+``exercise_kit.multiprocess_logs.job_log`` writes a job's output the way JAX
 0.10.2 and Slurm print it, with random details. A detail drawn at random must
 never make an impossible log: a dead task that goes on printing, a dead task 0
 (the coordinator's host) whose death waits for a heartbeat timeout, a Gloo
@@ -34,8 +34,8 @@ import re
 
 import pytest
 
+from exercise_kit.multiprocess_logs import KINDS, answer, job_log, sacct_line
 from solutions.multiprocess import job_ending
-from solutions.multiprocess_logs import KINDS, answer, job_log, sacct_line
 
 LABEL = re.compile(r"^(\d+): ")
 SRUN = re.compile(r"^srun: error: \S+: tasks? ([\d,-]+): (.*)$")

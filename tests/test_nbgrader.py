@@ -46,13 +46,14 @@ from hostile_class import (
     with_answers,
 )
 
-from jaxcourse.exercises import authoring, check, get
-from jaxcourse.exercises.answers import reference_digest
-from jaxcourse.exercises.grading_rows import SubmissionResult
-from jaxcourse.exercises.nbgrader import autograde
-from jaxcourse.exercises.nbgrader_preprocessor import CourseChangedError, CourseScores
-from jaxcourse.exercises.nbgrader_scores import class_report, graded_checks
-from jaxcourse.exercises.release_stubs import release_cells
+from jaxcourse.exercises import check, get
+from jaxcourse.exercises.authoring import cli as authoring
+from jaxcourse.exercises.authoring.release_stubs import release_cells
+from jaxcourse.exercises.checking.answers import reference_digest
+from jaxcourse.exercises.grading.nbgrader_scores import class_report, graded_checks
+from jaxcourse.exercises.grading.rows import SubmissionResult
+from jaxcourse.exercises.nbgrader.autograde import autograde
+from jaxcourse.exercises.nbgrader.preprocessor import CourseChangedError, CourseScores
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = "03_bayes"
@@ -108,7 +109,7 @@ def test_autograde_refuses_points_it_cannot_award() -> None:
 
 
 def test_autograde_defers_to_the_classroom_grader(monkeypatch) -> None:
-    from jaxcourse.exercises.judging import GRADING_ENV
+    from jaxcourse.exercises.checking.judging import GRADING_ENV
 
     monkeypatch.setenv(GRADING_ENV, "1")
     graded = autograde("bayes.batched_log_joint", get("bayes.batched_log_joint")

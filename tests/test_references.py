@@ -1,7 +1,7 @@
 """Stored reference outputs: fresh, equal to the live ones, and never trusted stale.
 
 A first Check judges against outputs computed ahead of time
-(``jaxcourse.exercises.references``). These tests check that every store in
+(``jaxcourse.exercises.checking.references``). These tests check that every store in
 ``solutions/`` is fresh and holds every exercise, that every stored output
 equals a live recomputation (slow: every reference and mistake runs again, in
 a process with the exercise's devices), and, on a small module written here,
@@ -21,19 +21,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxcourse.exercises import (
-    check,
-    exercise_ids,
-    get,
-    judging,
-    observe,
-    references,
-    register,
-    unregister,
+from jaxcourse.exercises import check, exercise_ids, get, register, unregister
+from jaxcourse.exercises.checking import judging, observe, references
+from jaxcourse.exercises.checking.references import (
+    MAX_STORED,
+    store_path,
+    stored_outputs,
 )
-from jaxcourse.exercises.references import MAX_STORED, store_path, stored_outputs
-from jaxcourse.exercises.references import writer as references_writer
-from jaxcourse.exercises.references.writer import serialize, stale
+from jaxcourse.exercises.checking.references import writer as references_writer
+from jaxcourse.exercises.checking.references.writer import serialize, stale
 
 # ---- the course's stores ------------------------------------------------------
 
@@ -43,7 +39,8 @@ def test_no_store_is_stale():
            for name in references_writer.module_files()}
     old = {name: why for name, why in old.items() if why}
     assert old == {}, (
-        f"stale stores, and why: {old}; run `python -m jaxcourse.exercises.references`"
+        f"stale stores, and why: {old}; "
+        "run `python -m jaxcourse.exercises.checking.references`"
     )
 
 
@@ -237,8 +234,9 @@ def test_a_changed_jaxcourse_module_is_judged_live(topic):
     def observe_changed(header, entries):
         _poison_reference(header, entries)
         sources = header["fingerprint"]["sources"]
-        assert "jaxcourse.exercises.observe" in sources  # it makes the observations
-        sources["jaxcourse.exercises.observe"] = "0" * 64
+        # It makes the observations.
+        assert "jaxcourse.exercises.checking.observe" in sources
+        sources["jaxcourse.exercises.checking.observe"] = "0" * 64
 
     _rewrite(topic, observe_changed)
     assert stored_outputs(get("refdemo.double")) is None
@@ -325,10 +323,10 @@ def test_the_fingerprint_names_what_the_module_imports(topic):
     fingerprint = references.fingerprint(topic)
     sources = fingerprint["sources"]
     assert topic.__name__ in sources
-    assert "jaxcourse.exercises.observe" in sources
+    assert "jaxcourse.exercises.checking.observe" in sources
     # Wording and display never change an output: editing them keeps stores.
     assert "jaxcourse.messages" not in sources
-    assert "jaxcourse.exercises.widgets" not in sources
+    assert "jaxcourse.exercises.widgets.panel" not in sources
     assert fingerprint["platform"] == "cpu"
 
 
@@ -340,8 +338,8 @@ def test_imports_are_found_in_every_form():
             mlp as m,  # a comment
         )
         import jaxcourse.collectives as c, os
-        from . import judging
-        from .explorers_sharding import COLLECTIVES
+        from .checking import judging
+        from .widgets.explorers_sharding import COLLECTIVES
         WORKER = '''
         from jaxcourse.processes import new_tag
         '''
@@ -349,8 +347,8 @@ def test_imports_are_found_in_every_form():
     """), "jaxcourse.exercises", roots)
     assert found >= {"jaxcourse", "jaxcourse.devices", "jaxcourse.mlp",
                      "jaxcourse.collectives", "jaxcourse.exercises",
-                     "jaxcourse.exercises.judging",
-                     "jaxcourse.exercises.explorers_sharding",
+                     "jaxcourse.exercises.checking.judging",
+                     "jaxcourse.exercises.widgets.explorers_sharding",
                      "jaxcourse.processes"}
     assert all(name.startswith("jaxcourse") for name in found)
 

@@ -36,21 +36,18 @@ import nbformat
 import pytest
 
 from jaxcourse import course
-from jaxcourse.exercises import class_release, exercise_ids, get
-from jaxcourse.exercises.answerless import answer_functions
-from jaxcourse.exercises.release import (
-    ReleaseError,
-    chapter_of,
-    publish_solutions,
-    write_release,
-)
-from jaxcourse.exercises.release_stubs import (
+from jaxcourse.exercises import exercise_ids, get
+from jaxcourse.exercises.authoring.answerless import answer_functions
+from jaxcourse.exercises.authoring.release_stubs import (
     body_key,
     functions_in,
     release_install_cell,
     stub_source,
 )
-from jaxcourse.exercises.widgets import CheckPanel
+from jaxcourse.exercises.checking import class_release
+from jaxcourse.exercises.release.cli import publish_solutions
+from jaxcourse.exercises.release.writer import ReleaseError, chapter_of, write_release
+from jaxcourse.exercises.widgets.panel import CheckPanel
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = [chapter_of(t) for t in course.topics()]
@@ -72,8 +69,8 @@ def _imports(tree: ast.AST) -> set[str]:
 
 
 def test_no_helper_imports_a_module_that_holds_answers() -> None:
-    for path in sorted((ROOT / "solutions").glob("*.py")):
-        name = f"solutions.{path.stem}"
+    for path in sorted((ROOT / "exercise_kit").glob("*.py")):
+        name = f"exercise_kit.{path.stem}"
         if name in TOPIC_MODULES or path.stem == "__init__":
             continue
         held = _imports(ast.parse(path.read_text(encoding="utf-8"))) & TOPIC_MODULES
@@ -93,7 +90,8 @@ def test_student_notebooks_import_only_helpers(path: Path) -> None:
 
 
 def test_the_scaling_constants_live_with_the_checks_and_stay_reexported() -> None:
-    from solutions import scaling, scaling_checks
+    from exercise_kit import scaling_checks
+    from solutions import scaling
 
     assert scaling.MESHES is scaling_checks.MESHES
     assert scaling.REMAT_POLICIES is scaling_checks.REMAT_POLICIES
@@ -144,7 +142,7 @@ def test_a_stub_keeps_names_signatures_docstrings_and_decorators() -> None:
             f"raise withheld(__name__, '{name}')"
     assert "# the answer" not in stubbed and "x * x" not in stubbed
     assert "from __future__ import annotations\n" \
-        "from jaxcourse.exercises.class_release import withheld\n" in stubbed
+        "from jaxcourse.exercises.checking.class_release import withheld\n" in stubbed
     with pytest.raises(ValueError, match="_inputs_missing"):
         stub_source(MODULE, ["_inputs_missing"])
 
@@ -354,13 +352,13 @@ def test_the_release_holds_what_students_get(quick_release: Path) -> None:
     answers = answer_functions()
     assert set(TOPIC_MODULES) <= set(answers)
     for module, names in answers.items():
-        text = (out / "solutions" / f"{module.split('.')[1]}.py").read_text()
+        text = out.joinpath(*module.split(".")).with_suffix(".py").read_text()
         assert text.count("raise withheld(__name__, ") == len(names), module
         tree = ast.parse(text)
         assert all(f"raise withheld(__name__, \"{n.name}\")" in ast.unparse(n)
                    .replace("'", '"') for n in tree.body
                    if isinstance(n, ast.FunctionDef) and n.name in names), module
-    mistakes = (out / "solutions" / "transformer_mistakes.py").read_text()
+    mistakes = (out / "exercise_kit" / "transformer_mistakes.py").read_text()
     for helper in ("_micro", "_tp", "_activations", "_mesh", "_zero", "_layer"):
         assert f"def {helper}(" not in mistakes, helper
     # The editions' texts, without the solutions they translate.
@@ -426,7 +424,7 @@ if int(devices) > 1:
     use_cpu_devices(int(devices))
 import jaxcourse, solutions
 import jaxcourse.exercises as engine
-from jaxcourse.exercises import registry
+from jaxcourse.exercises.checking import registry
 ids = engine.exercise_ids(chapter)
 stub = importlib.import_module(module_name)
 for imported in (jaxcourse, solutions, stub):

@@ -9,7 +9,7 @@ learner's whole answer, alone or through a simple pattern (one entry of the
 dictionary it returns, ``jax.value_and_grad`` over its first arguments);
 each that the grader's own judge scores 1 on every case is a *hit*. Each hit,
 written as a notebook made only of that call, must be flagged as borrowing
-by the grader (:mod:`jaxcourse.exercises.library_answers`); and the answer
+by the grader (:mod:`jaxcourse.exercises.checking.library_answers`); and the answer
 functions themselves are withheld in a release (``tests/test_release.py``)
 and in the copy a submission runs against (``tests/test_grading_borrowed.py``).
 
@@ -30,8 +30,8 @@ from library_wrappers import HONEST, WRAPPERS, cells
 
 from jaxcourse import course
 from jaxcourse.exercises import get
-from jaxcourse.exercises.library_answers import LIBRARY_ANSWERS, library_answer
-from jaxcourse.exercises.registry import _REGISTRY
+from jaxcourse.exercises.checking.library_answers import LIBRARY_ANSWERS, library_answer
+from jaxcourse.exercises.checking.registry import _REGISTRY
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYS = [t.key for t in course.topics() if t.key != "multiprocess"]
@@ -89,7 +89,7 @@ def test_no_released_function_answers_an_exercise_unflagged(
 
 
 def test_the_table_names_real_functions_and_references() -> None:
-    from jaxcourse.exercises.library_answers import _resolve
+    from jaxcourse.exercises.checking.library_answers import _resolve
 
     for key in KEYS:
         course.load(key)
@@ -154,8 +154,8 @@ def test_the_grader_zeroes_a_library_answer(tmp_path: Path) -> None:
     """From the notebook's file, in the grading process: borrowed, with the reason."""
     import nbformat
 
-    from jaxcourse.exercises.borrowing import verdicts
-    from jaxcourse.exercises.grading_local import _add_library_answers
+    from jaxcourse.exercises.grading.borrowing import verdicts
+    from jaxcourse.exercises.grading.local import _add_library_answers
 
     exercise_id = "bayes.elbo_value_and_grad"
     course.load("bayes")

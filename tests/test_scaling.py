@@ -271,7 +271,10 @@ def test_products_are_checked_within_float32_rounding() -> None:
 
 
 def test_the_layout_explorer_reports_the_formulas() -> None:
-    from jaxcourse.exercises.explorers_scaling import layout_explorer, layout_report
+    from jaxcourse.exercises.widgets.explorers_scaling import (
+        layout_explorer,
+        layout_report,
+    )
 
     explorer = layout_explorer(width=8192, layers=32, batch=8192, mesh="8×1",
                                layout="FSDP", chip="H100 SXM")
@@ -302,8 +305,8 @@ CHART_WORDS = {
 def test_the_layout_explorer_draws_memory_against_the_chip(layout: str) -> None:
     from chart_svg import check_flags, memory_and_time
 
-    from jaxcourse.exercises.explorer_base import bytes_text, seconds_text
-    from jaxcourse.exercises.explorers_scaling import layout_report
+    from jaxcourse.exercises.widgets.explorer_base import bytes_text, seconds_text
+    from jaxcourse.exercises.widgets.explorers_scaling import layout_report
 
     # 32 blocks: not compiled (deeper than COMPILE_LAYERS), in any process.
     report = layout_report(8192, 32, 8192, "8×1", layout, "H100 SXM")
@@ -334,7 +337,7 @@ def test_the_layout_explorer_s_chart_speaks_the_edition_s_language(
         language: str) -> None:
     from chart_svg import charts, english_words, svg_texts, translated
 
-    from jaxcourse.exercises.explorers_scaling import layout_report
+    from jaxcourse.exercises.widgets.explorers_scaling import layout_report
 
     choice = (8192, 32, 8192, "8×1", "data parallel", "H100 SXM")   # too big
     ours = layout_report(*choice, language)["html"]
@@ -355,8 +358,8 @@ def test_the_layout_explorer_says_what_it_computes_until_it_is_done(
 ) -> None:
     # A learner picks 32 blocks where 2 were shown: while the step compiles
     # (seconds), the old table must not read as the new choice's.
-    from jaxcourse.exercises import explorers_scaling
-    from jaxcourse.exercises.explorer_base import STALE_CLASS
+    from jaxcourse.exercises.widgets import explorers_scaling
+    from jaxcourse.exercises.widgets.explorer_base import STALE_CLASS
 
     explorer = explorers_scaling.layout_explorer(layers=2, language="zh-Hant")
     sent: list[tuple[str, dict]] = []
@@ -390,7 +393,7 @@ def test_the_layout_explorer_says_what_it_computes_until_it_is_done(
 def test_the_layout_explorer_names_the_type_its_bytes_are_counted_in() -> None:
     import re
 
-    from jaxcourse.exercises.explorers_scaling import layout_report
+    from jaxcourse.exercises.widgets.explorers_scaling import layout_report
 
     for language in ("en", "zh-Hant", "zh-Hans"):
         rows = dict(re.findall(r"<th[^>]*>([^<]*)</th><td>([^<]*)</td>",
@@ -404,8 +407,8 @@ def test_the_layout_explorer_names_the_type_its_bytes_are_counted_in() -> None:
 
 
 def test_the_layout_explorer_s_labels_read_whole() -> None:
-    from jaxcourse.exercises.explorer_base import _text_px
-    from jaxcourse.exercises.explorers_scaling import LayoutExplorer
+    from jaxcourse.exercises.widgets.explorer_base import _text_px
+    from jaxcourse.exercises.widgets.explorers_scaling import LayoutExplorer
 
     for language in ("en", "zh-Hant", "zh-Hans"):
         explorer = LayoutExplorer(language=language, run=False)
@@ -444,7 +447,7 @@ def test_the_explorer_compiles_small_models_and_says_so() -> None:
 
         use_cpu_devices(8)
         from jaxcourse import scaling
-        from jaxcourse.exercises.explorers_scaling import layout_report
+        from jaxcourse.exercises.widgets.explorers_scaling import layout_report
 
         small = layout_report(256, 4, 64, "1×8", "tensor parallel", "H100 SXM")
         small_zh = layout_report(256, 4, 64, "1×8", "tensor parallel", "H100 SXM",
@@ -486,7 +489,7 @@ def test_the_explorer_compiles_small_models_and_says_so() -> None:
 
 
 def test_the_explorer_says_why_it_did_not_compile() -> None:
-    from jaxcourse.exercises.explorers_scaling import layout_report
+    from jaxcourse.exercises.widgets.explorers_scaling import layout_report
 
     report = layout_report(256, 4, 64, "8×1", "FSDP", "H100 SXM")
     if len(jax.devices()) < 8:

@@ -24,11 +24,11 @@ import pytest
 from processes import alive
 from slurm_cluster import slurm_cluster  # noqa: F401  (a fixture)
 
+from exercise_kit import multiprocess_cases, multiprocess_harness
 from jaxcourse import slurm
-from jaxcourse.exercises.registry import get
+from jaxcourse.exercises.checking.registry import get
 from jaxcourse.launch import RankFailedError
 from jaxcourse.launch.output import SrunLines
-from solutions import multiprocess_cases, multiprocess_harness
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "book" / "08_multiprocess.ipynb"

@@ -27,12 +27,12 @@ import pytest
 from exercise_answers import wrong
 from processes import MARK, alive, assert_no_children_left, run_script
 
-from jaxcourse.exercises import grading
-from jaxcourse.exercises.time_limit import (
+from jaxcourse.exercises.checking.time_limit import (
     WALL_CAP,
     TimeLimitError,
     call_with_time_limit,
 )
+from jaxcourse.exercises.grading import cli as grading
 from jaxcourse.load_clock import LoadClock, waits_are_measured
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jaxcourse.exercises import Case, Exercise, Mistake, judging, register, unregister
-from jaxcourse.exercises.observe import Observation
+from jaxcourse.exercises import Case, Exercise, Mistake, register, unregister
+from jaxcourse.exercises.checking import judging
+from jaxcourse.exercises.checking.observe import Observation
 
 CASE = Case("a case", lambda: ())
 RNG = np.random.default_rng(0)
@@ -176,7 +177,7 @@ def test_an_input_returned_or_reduced_along_the_other_axis_is_named() -> None:
 
 
 def test_a_block_that_misses_the_global_shape_gets_advice() -> None:
-    from jaxcourse.exercises.observe import observe
+    from jaxcourse.exercises.checking.observe import observe
 
     def misfit():
         raise ValueError("When calling `make_array_from_process_local_data` on a "

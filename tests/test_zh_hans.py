@@ -28,7 +28,7 @@ GENERATED = [ROOT / generated for _, generated in zh_hans.PAIRS] + [
     ROOT / "exercises" / "09_dp_zh_hans_exercises.ipynb"
 ]
 MASTERS = [ROOT / master for master, _ in zh_hans.PAIRS] + [
-    ROOT / "jaxcourse" / "exercises" / "explorers_dp_zh.py",
+    ROOT / "jaxcourse" / "exercises" / "widgets" / "explorers_dp_zh.py",
 ]
 CJK = re.compile(r"[\u3400-\u9fff]")
 # Characters both scripts share although OpenCC maps them (its tables pick
@@ -162,7 +162,7 @@ def test_exception_glosses_in_simplified_chinese_are_generated() -> None:
 
 
 def test_explorer_labels_in_simplified_chinese_are_generated() -> None:
-    from jaxcourse.exercises.explorers_dp_zh import AXES_LABELS, LABELS
+    from jaxcourse.exercises.widgets.explorers_dp_zh import AXES_LABELS, LABELS
 
     assert set(LABELS["zh-Hans"]) == set(LABELS["zh-Hant"])
     for key, text in LABELS["zh-Hant"].items():
@@ -172,7 +172,7 @@ def test_explorer_labels_in_simplified_chinese_are_generated() -> None:
 
 
 def test_explorer_speaks_simplified_chinese() -> None:
-    from jaxcourse.exercises.explorers_dp_zh import (
+    from jaxcourse.exercises.widgets.explorers_dp_zh import (
         DataParallelExplorer,
         explore,
         summary_html,

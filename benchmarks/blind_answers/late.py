@@ -540,7 +540,7 @@ def replicate__numpy_broadcast(tree, num_devices):
 @functools.partial(jax.pmap, axis_name="batch", in_axes=(0, 0, 0, None))
 def pmap_step__psum(params, images, labels, step_size):
     """Sums gradients and loss with psum instead of averaging: 8 times too large."""
-    from solutions.dp_zh_checks import loss_fn
+    from exercise_kit.dp_zh_checks import loss_fn
 
     loss, grads = jax.value_and_grad(loss_fn)(params, images, labels)
     grads = lax.psum(grads, "batch")
@@ -551,7 +551,7 @@ def pmap_step__psum(params, images, labels, step_size):
 @functools.partial(jax.pmap, axis_name="batch", in_axes=(0, 0, 0, None))
 def pmap_step__no_collective(params, images, labels, step_size):
     """Updates with each device's local gradient: the replicas drift apart."""
-    from solutions.dp_zh_checks import loss_fn
+    from exercise_kit.dp_zh_checks import loss_fn
 
     loss, grads = jax.value_and_grad(loss_fn)(params, images, labels)
     return jax.tree.map(lambda p, g: p - step_size * g, params, grads), loss
@@ -560,7 +560,7 @@ def pmap_step__no_collective(params, images, labels, step_size):
 @functools.partial(jax.pmap, axis_name="batch", in_axes=(0, 0, 0, None))
 def pmap_step__local_loss(params, images, labels, step_size):
     """Averages the gradients but returns each device's own loss."""
-    from solutions.dp_zh_checks import loss_fn
+    from exercise_kit.dp_zh_checks import loss_fn
 
     loss, grads = jax.value_and_grad(loss_fn)(params, images, labels)
     grads = lax.pmean(grads, "batch")
@@ -570,7 +570,7 @@ def pmap_step__local_loss(params, images, labels, step_size):
 @functools.partial(jax.pmap, axis_name="batch", in_axes=(0, 0, 0, None))
 def pmap_step__loss_psum(params, images, labels, step_size):
     """Averages the gradients but sums the loss with psum (8 times the mean)."""
-    from solutions.dp_zh_checks import loss_fn
+    from exercise_kit.dp_zh_checks import loss_fn
 
     loss, grads = jax.value_and_grad(loss_fn)(params, images, labels)
     grads = lax.pmean(grads, "batch")
@@ -581,7 +581,7 @@ def pmap_step__loss_psum(params, images, labels, step_size):
 @functools.partial(jax.pmap, axis_name="batch", in_axes=(0, 0, 0, None))
 def pmap_step__ascent(params, images, labels, step_size):
     """Adds the averaged gradient instead of subtracting it (gradient ascent)."""
-    from solutions.dp_zh_checks import loss_fn
+    from exercise_kit.dp_zh_checks import loss_fn
 
     loss, grads = jax.value_and_grad(loss_fn)(params, images, labels)
     grads = lax.pmean(grads, "batch")
@@ -592,7 +592,7 @@ def pmap_step__ascent(params, images, labels, step_size):
 @functools.partial(jax.pmap, axis_name="batch", in_axes=(0, 0, 0, None))
 def pmap_step__weights_only(params, images, labels, step_size):
     """Averages the weight gradients but leaves the bias gradients local."""
-    from solutions.dp_zh_checks import loss_fn
+    from exercise_kit.dp_zh_checks import loss_fn
 
     loss, grads = jax.value_and_grad(loss_fn)(params, images, labels)
     grads = [{"w": lax.pmean(g["w"], "batch"), "b": g["b"]} for g in grads]
@@ -603,7 +603,7 @@ def pmap_step__weights_only(params, images, labels, step_size):
 @functools.partial(jax.pmap, axis_name="batch", in_axes=(0, 0, 0, None))
 def pmap_step__grad_of_pmean_loss(params, images, labels, step_size):
     """Copies the shard_map recipe: differentiates the pmean'd loss, no grad pmean."""
-    from solutions.dp_zh_checks import loss_fn
+    from exercise_kit.dp_zh_checks import loss_fn
 
     def global_loss(p):
         return lax.pmean(loss_fn(p, images, labels), "batch")
@@ -615,7 +615,7 @@ def pmap_step__grad_of_pmean_loss(params, images, labels, step_size):
 @functools.partial(jax.pmap, axis_name="batch", in_axes=(0, 0, 0, None))
 def pmap_step__swapped_tree_args(params, images, labels, step_size):
     """Passes grads before params to tree.map, computing g - lr * p."""
-    from solutions.dp_zh_checks import loss_fn
+    from exercise_kit.dp_zh_checks import loss_fn
 
     loss, grads = jax.value_and_grad(loss_fn)(params, images, labels)
     grads = lax.pmean(grads, "batch")
@@ -626,7 +626,7 @@ def pmap_step__swapped_tree_args(params, images, labels, step_size):
 @functools.partial(jax.pmap, axis_name="batch", in_axes=(0, 0, 0, None))
 def pmap_step__wrong_axis_name(params, images, labels, step_size):
     """Averages over axis "i" (from exercise 1) instead of the pmap's "batch"."""
-    from solutions.dp_zh_checks import loss_fn
+    from exercise_kit.dp_zh_checks import loss_fn
 
     loss, grads = jax.value_and_grad(loss_fn)(params, images, labels)
     grads = lax.pmean(grads, "i")
@@ -641,7 +641,7 @@ def pmap_step__wrong_axis_name(params, images, labels, step_size):
 
 def data_parallel_grads__pmean_local_grads(params, images, labels):
     """Copies the pmap recipe into shard_map: pmean of local grads, 8 times too big."""
-    from solutions.dp_zh_checks import loss_fn
+    from exercise_kit.dp_zh_checks import loss_fn
 
     mesh = jax.make_mesh((jax.device_count(),), ("batch",), axis_types=(AxisType.Auto,))
 
@@ -654,7 +654,7 @@ def data_parallel_grads__pmean_local_grads(params, images, labels):
 
 def data_parallel_grads__no_collective(params, images, labels):
     """Returns the local gradient from shard_map, which is silently summed (8x)."""
-    from solutions.dp_zh_checks import loss_fn
+    from exercise_kit.dp_zh_checks import loss_fn
 
     mesh = jax.make_mesh((jax.device_count(),), ("batch",), axis_types=(AxisType.Auto,))
 
@@ -667,7 +667,7 @@ def data_parallel_grads__no_collective(params, images, labels):
 
 def data_parallel_grads__psum_loss(params, images, labels):
     """Differentiates the psum of the local mean losses instead of their pmean."""
-    from solutions.dp_zh_checks import loss_fn
+    from exercise_kit.dp_zh_checks import loss_fn
 
     mesh = jax.make_mesh((jax.device_count(),), ("batch",), axis_types=(AxisType.Auto,))
 
@@ -680,14 +680,14 @@ def data_parallel_grads__psum_loss(params, images, labels):
 
 def data_parallel_grads__single_device(params, images, labels):
     """Calls jax.grad on the whole batch: right values, but on one device."""
-    from solutions.dp_zh_checks import loss_fn
+    from exercise_kit.dp_zh_checks import loss_fn
 
     return jax.grad(loss_fn)(params, images, labels)
 
 
 def data_parallel_grads__swapped_specs(params, images, labels):
     """Gives images P() and labels P("batch"), so they no longer line up."""
-    from solutions.dp_zh_checks import loss_fn
+    from exercise_kit.dp_zh_checks import loss_fn
 
     mesh = jax.make_mesh((jax.device_count(),), ("batch",), axis_types=(AxisType.Auto,))
 
@@ -700,7 +700,7 @@ def data_parallel_grads__swapped_specs(params, images, labels):
 
 def data_parallel_grads__batch_out_specs(params, images, labels):
     """Uses out_specs=P("batch"), stacking 8 copies of the gradient along axis 0."""
-    from solutions.dp_zh_checks import loss_fn
+    from exercise_kit.dp_zh_checks import loss_fn
 
     mesh = jax.make_mesh((jax.device_count(),), ("batch",), axis_types=(AxisType.Auto,))
 
@@ -715,7 +715,7 @@ def data_parallel_grads__batch_out_specs(params, images, labels):
 
 def data_parallel_grads__divide_by_local_batch(params, images, labels):
     """Divides the psum of the losses by the local batch size, not the device count."""
-    from solutions.dp_zh_checks import loss_fn
+    from exercise_kit.dp_zh_checks import loss_fn
 
     mesh = jax.make_mesh((jax.device_count(),), ("batch",), axis_types=(AxisType.Auto,))
 
@@ -731,7 +731,7 @@ def data_parallel_grads__divide_by_local_batch(params, images, labels):
 
 def data_parallel_grads__check_vma_off(params, images, labels):
     """Turns off check_vma and returns local grads: device 0's gradient only."""
-    from solutions.dp_zh_checks import loss_fn
+    from exercise_kit.dp_zh_checks import loss_fn
 
     mesh = jax.make_mesh((jax.device_count(),), ("batch",), axis_types=(AxisType.Auto,))
 

@@ -2,7 +2,7 @@
 
 A chapter's exercises are defined by its topic's module, which the course's
 manifest names (:mod:`jaxcourse.course`): reference functions plus checker
-specs (:mod:`~jaxcourse.exercises.spec`), registered with :func:`register`.
+specs (:mod:`~jaxcourse.exercises.checking.spec`), registered with :func:`register`.
 Learners call :func:`check_panel` in a notebook, or :func:`check` anywhere::
 
     from jaxcourse.exercises import check, check_panel
@@ -18,15 +18,15 @@ from __future__ import annotations
 
 from .. import compile_cache
 from ..messages import message
-from .judging import check, judge
-from .observation import Observation
-from .observe import observe_all
-from .registry import by_chapter, exercise_ids, get, register, unregister
-from .result import Feedback, Result
-from .spec import Case, Exercise, Mistake
-from .sweeps import each_call, random_calls
-from .time_limit import TimeLimitError, call_with_time_limit
-from .warming import warm_up
+from .checking.judging import check, judge
+from .checking.observation import Observation
+from .checking.observe import observe_all
+from .checking.registry import by_chapter, exercise_ids, get, register, unregister
+from .checking.result import Feedback, Result
+from .checking.spec import Case, Exercise, Mistake
+from .checking.sweeps import each_call, random_calls
+from .checking.time_limit import TimeLimitError, call_with_time_limit
+from .checking.warming import warm_up
 
 # A Check compiles the learner's function anew in every kernel: JAX's
 # persistent cache keeps what it compiled (and what `make setup` compiled for
@@ -63,11 +63,11 @@ __all__ = [
 def __getattr__(name: str) -> object:
     # The widgets import ipywidgets; load them only when a notebook asks.
     if name in ("CheckPanel", "check_panel"):
-        from . import widgets
+        from .widgets import panel as widgets
 
         return getattr(widgets, name)
     if name == "autograde":  # shows a check panel too
-        from . import nbgrader
+        from .nbgrader import autograde as nbgrader
 
         return nbgrader.autograde
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

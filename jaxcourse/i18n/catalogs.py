@@ -78,8 +78,8 @@ def _exercise_texts(family: Family) -> list[tuple[str, str, list[str]]]:
     if not family.topic:
         return []
     from .. import course
-    from ..exercises.editions import texts_of
-    from ..exercises.registry import _REGISTRY
+    from ..exercises.checking.editions import texts_of
+    from ..exercises.checking.registry import _REGISTRY
 
     module = course.load(family.topic)
     where = Path(module.__file__).resolve().relative_to(ROOT).as_posix()

@@ -320,7 +320,7 @@ def _texts_table(family: Family, po, language: str, overrides=None
     with its comments translated.
     """
     from .. import course
-    from ..exercises.registry import _REGISTRY
+    from ..exercises.checking.registry import _REGISTRY
 
     done = _translations(po, language, overrides)
     table = {}

@@ -261,8 +261,8 @@ def edition_texts(root: Path = ROOT) -> dict[str, list[tuple[str, str]]]:
 def _own_exercise_texts(key: str) -> list[tuple[str, str]]:
     """Return (where, text) for the texts of a Chinese topic's own exercises."""
     from .. import course
-    from ..exercises.editions import texts_of
-    from ..exercises.registry import _REGISTRY
+    from ..exercises.checking.editions import texts_of
+    from ..exercises.checking.registry import _REGISTRY
 
     course.load(key)  # registers the topic's exercises
     found = []

@@ -14,7 +14,7 @@ TEXTS: dict[str, str] = {
     "no_more_hints": "No more hints.",
     "solution_heading": "Reference solution",
     "solution_unavailable": "The reference source is not available.",
-    # A class release (jaxcourse.exercises.class_release): solutions shut.
+    # A class release (jaxcourse.exercises.checking.class_release): solutions shut.
     "solution_withheld": "The solutions are not part of this class release.",
     "solution_from": "The solutions open on {date}.",
     "solution_unpublished": "The solutions open on {date}, but your teacher has "
@@ -393,7 +393,7 @@ TEXTS: dict[str, str] = {
                      "mesh {mesh}, {layout}, {chip}",
     "layout_busy": "Computing for {choice}… The greyed numbers are still the "
                    "previous choice's.",
-    # The transformer explorer (jaxcourse.exercises.explorers_transformer).
+    # The transformer explorer (jaxcourse.exercises.widgets.explorers_transformer).
     "tfx_config": "config",
     "tfx_seq": "sequence length",
     "tfx_batch": "global batch (sequences)",
@@ -466,7 +466,7 @@ TEXTS: dict[str, str] = {
                   "{remat}, {micro} micro-batches, {batch} × {seq} tokens",
     "tfx_busy": "Computing for {choice}… The greyed numbers are still the previous "
                 "choice's.",
-    # The explorers' charts (jaxcourse.exercises.explorer_charts). Each text of
+    # The explorers' charts (jaxcourse.exercises.widgets.explorer_charts). Each text of
     # a chart is a whole message, so the book's editions translate it whole.
     "chart_memory_title": "Memory per device and the chip's HBM",
     "chart_time_title": "Time per step (roofline)",

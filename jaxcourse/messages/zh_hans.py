@@ -336,7 +336,7 @@ TEXTS: dict[str, str] = {
     "layout_choice": "宽度 {width}、{layers} 个块、全局批次 {batch}、"
                      "网格 {mesh}、{layout}、{chip}",
     "layout_busy": "正在计算：{choice}……灰色的数字仍是上一个选择的结果。",
-    # Transformer 探索器（jaxcourse.exercises.explorers_transformer）。
+    # Transformer 探索器（jaxcourse.exercises.widgets.explorers_transformer）。
     "tfx_config": "模型设置",
     "tfx_seq": "序列长度",
     "tfx_batch": "全局批次（序列数）",
@@ -400,7 +400,7 @@ TEXTS: dict[str, str] = {
     "tfx_choice": "{config}、{nodes} 个节点的 {chip}、网格 {mesh}、{precision}、"
                   "remat {remat}、{micro} 个微批次、{batch} × {seq} 个词元",
     "tfx_busy": "正在计算：{choice}……灰色的数字仍是上一个选择的结果。",
-    # 探索器的长条图（jaxcourse.exercises.explorer_charts）。
+    # 探索器的长条图（jaxcourse.exercises.widgets.explorer_charts）。
     "chart_memory_title": "每个设备的内存与芯片的 HBM",
     "chart_time_title": "每一步的时间（屋顶线）",
     "chart_plan": "规划（公式）",

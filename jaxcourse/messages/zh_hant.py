@@ -329,7 +329,7 @@ TEXTS: dict[str, str] = {
     "layout_choice": "寬度 {width}、{layers} 個塊、全域批次 {batch}、"
                      "網格 {mesh}、{layout}、{chip}",
     "layout_busy": "正在計算：{choice}……灰色的數字仍是上一個選擇的結果。",
-    # Transformer 探索器（jaxcourse.exercises.explorers_transformer）。
+    # Transformer 探索器（jaxcourse.exercises.widgets.explorers_transformer）。
     "tfx_config": "模型設定",
     "tfx_seq": "序列長度",
     "tfx_batch": "全域批次（序列數）",
@@ -394,7 +394,7 @@ TEXTS: dict[str, str] = {
     "tfx_choice": "{config}、{nodes} 個節點的 {chip}、網格 {mesh}、{precision}、"
                   "remat {remat}、{micro} 個微批次、{batch} × {seq} 個詞元",
     "tfx_busy": "正在計算：{choice}……灰色的數字仍是上一個選擇的結果。",
-    # 探索器的長條圖（jaxcourse.exercises.explorer_charts）。
+    # 探索器的長條圖（jaxcourse.exercises.widgets.explorer_charts）。
     "chart_memory_title": "每個裝置的記憶體與晶片的 HBM",
     "chart_time_title": "每一步的時間（屋頂線）",
     "chart_plan": "規劃（公式）",

@@ -182,8 +182,8 @@ def constant_verdicts(exercise_ids: Iterable[str]) -> dict[str, dict]:
     """
     from processes import starts_a_process
 
-    from jaxcourse.exercises.judging import compare, reference_observations
-    from jaxcourse.exercises.observe import case_time_limits, observe
+    from jaxcourse.exercises.checking.judging import compare, reference_observations
+    from jaxcourse.exercises.checking.observe import case_time_limits, observe
 
     verdicts = {}
     for exercise_id in exercise_ids:

@@ -19,7 +19,7 @@ from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from solutions.dp_zh_checks import data_mesh, loss_fn
+from exercise_kit.dp_zh_checks import data_mesh, loss_fn
 
 # ---- answers: 1. global_normalize ----------------------------------------------------
 

@@ -15,9 +15,9 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from exercise_kit.scaling_checks import MESHES
 from jaxcourse import scaling
 from jaxcourse.scaling import LAYOUTS, Size
-from solutions.scaling_checks import MESHES
 
 
 # -- exercise 1: state_bytes_per_device

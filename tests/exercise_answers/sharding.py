@@ -177,7 +177,7 @@ def hidden_out_shardings(mesh):  # correct: jit's out_shardings states the layou
 
 
 def hidden_own_fixed_mesh(mesh):  # wrong: a 4x2 mesh written in, not the one given
-    from solutions.sharding_checks import auto_mesh
+    from exercise_kit.sharding_checks import auto_mesh
     fixed = auto_mesh((4, 2), ("batch", "model"))
 
     @jax.jit
