@@ -15,41 +15,42 @@ import numpy as np
 import pytest
 
 from jaxcourse import slices, transformer
-from jaxcourse.scaling import ring_bytes
+from jaxcourse.scaling import Collective, ring_bytes
 from jaxcourse.transformer import slice_plans
 from jaxcourse.transformer import tpu_collectives as tc
+from jaxcourse.transformer import tpu_matching as tm
 from jaxcourse.transformer.planning import CONFIGS
 
 needs_libtpu = pytest.mark.skipif(
     slices.libtpu_path() is None, reason="no libtpu (make setup unpacks it)")
 
-TWICE = (tc.GATHER_AS_ALL_REDUCE, tc.SCATTER_AS_ALL_REDUCE)
+TWICE = (tm.GATHER_AS_ALL_REDUCE, tm.SCATTER_AS_ALL_REDUCE)
 
 
-def _holds(matched: list[tc.Matched]) -> dict[str, dict[str, float]]:
+def _holds(matched: list[tm.Matched]) -> dict[str, dict[str, float]]:
     """Check a match is complete, each difference its reason's; return the sums."""
-    missing = [m for m in matched if m.reason in (tc.NOT_FOUND, tc.NOT_PREDICTED)]
+    missing = [m for m in matched if m.reason in (tm.NOT_FOUND, tm.NOT_PREDICTED)]
     assert not missing, missing[:4]
     for m in matched:
         f, p = m.found, m.predicted
         # The TPU's operand over the predicted one: 8,448 rows for 8,192
         # where it pads; the same elsewhere.
         padded = f.moved / f.nbytes if f.moved else 1.0
-        if m.reason == tc.REALIGNED:
+        if m.reason == tm.REALIGNED:
             assert f.kind == "collective-permute" and m.predicted_bytes == 0
             continue
         once = ring_bytes(p.kind, p.nbytes, p.group)
         # An all-reduce that gathers or scatters sends twice the ring's bytes.
         twice = 2 if f.kind != f.role else 1
-        assert (m.reason in TWICE) == (twice == 2 and m.reason != tc.RECOMPUTED)
-        assert (m.reason == tc.PADDED) == (padded > 1 and m.reason != tc.RECOMPUTED)
-        assert m.predicted_bytes == (0 if m.reason == tc.RECOMPUTED else once)
+        assert (m.reason in TWICE) == (twice == 2 and m.reason != tm.RECOMPUTED)
+        assert (m.reason == tm.PADDED) == (padded > 1 and m.reason != tm.RECOMPUTED)
+        assert m.predicted_bytes == (0 if m.reason == tm.RECOMPUTED else once)
         assert m.found_bytes == pytest.approx(twice * padded * once, rel=1e-12), m
-    sums = tc.axis_bytes(matched)
+    sums = tm.axis_bytes(matched)
     for axes, row in sums.items():
         # Remat sends the prediction at most once more; padding adds its
         # share (33/32 where it pads), the collective-permutes theirs.
-        extra = row.get(tc.REALIGNED, 0.0) + row.get(tc.PADDED, 0.0)
+        extra = row.get(tm.REALIGNED, 0.0) + row.get(tm.PADDED, 0.0)
         assert row["predicted"] <= row["found"] <= 2.1 * row["predicted"] + extra, axes
     return sums
 
@@ -190,9 +191,9 @@ def test_a_padded_reduce_scatter_and_its_realignment_are_read_as_such():
                                        36 * 8 * 2)
     assert (permute.kind, permute.nbytes, permute.form) == (
         "collective-permute", 8 * 2, "re-aligns a padded reduce-scatter")
-    predicted = [tc.Collective("reduce-scatter", 32 * 8 * 2, 4)]
-    matched = tc.match_prediction([scatter, permute], predicted, 4, 1)
-    assert [m.reason for m in matched] == [tc.PADDED, tc.REALIGNED]
+    predicted = [Collective("reduce-scatter", 32 * 8 * 2, 4)]
+    matched = tm.match_prediction([scatter, permute], predicted, 4, 1)
+    assert [m.reason for m in matched] == [tm.PADDED, tm.REALIGNED]
     row = _holds(matched)["data"]
     assert row["found"] == pytest.approx(row["predicted"] * 36 / 32 + 16)
 
@@ -211,31 +212,31 @@ def test_device_ids_are_the_meshs_in_row_major_order():
 
 
 def test_a_prediction_is_matched_and_its_differences_named():
-    ag = tc.Collective("all-gather", 800, 8)
-    rs = tc.Collective("reduce-scatter", 800, 8)
-    loss = tc.Collective("all-reduce", 4, 8)
+    ag = Collective("all-gather", 800, 8)
+    rs = Collective("reduce-scatter", 800, 8)
+    loss = Collective("all-reduce", 4, 8)
     found = [tc.TpuCollective("all-gather", 800, 8, "data", "async chain of 3", True),
              tc.TpuCollective("all-gather", 800, 8, "data", "sync", True),
              tc.TpuCollective("all-reduce", 800, 8, "data", "sliced after", True),
              tc.TpuCollective("all-reduce", 4, 8, "data", "sync", False)]
-    matched = tc.match_prediction(found, [ag, rs, loss], 8, 1)
+    matched = tm.match_prediction(found, [ag, rs, loss], 8, 1)
     assert [(m.reason, m.found) for m in matched] == [
-        (tc.AS_PREDICTED, found[0]), (tc.AS_PREDICTED, found[3]),
-        (tc.SCATTER_AS_ALL_REDUCE, found[2]), (tc.RECOMPUTED, found[1])]
+        (tm.AS_PREDICTED, found[0]), (tm.AS_PREDICTED, found[3]),
+        (tm.SCATTER_AS_ALL_REDUCE, found[2]), (tm.RECOMPUTED, found[1])]
     sums = _holds(matched)["data"]
     # The scatter once more (700 B), the gather once more (700 B).
     assert sums["found"] == pytest.approx(sums["predicted"] + 2 * 700, rel=1e-12)
     # A reduce-scatter the program lacks, and an all-reduce it was not told of.
-    short = tc.match_prediction(found[:2] + found[3:], [ag, rs, loss], 8, 1)
-    assert [m.reason for m in short][-1] == tc.NOT_FOUND
+    short = tm.match_prediction(found[:2] + found[3:], [ag, rs, loss], 8, 1)
+    assert [m.reason for m in short][-1] == tm.NOT_FOUND
     # On a square mesh the size does not say the axis: the replica groups do.
-    assert tc.predicted_axes(ag, 8, 8) == ("data", "model")
+    assert tm.predicted_axes(ag, 8, 8) == ("data", "model")
     on_model = [f._replace(axes="model") for f in found]
-    assert {m.axes for m in tc.match_prediction(on_model, [ag, rs, loss], 8, 8)} == {
+    assert {m.axes for m in tm.match_prediction(on_model, [ag, rs, loss], 8, 8)} == {
         "model"}
     with pytest.raises(ValueError, match="no axis"):
-        tc.predicted_axes(ag, 2, 2)
-    assert tc.step_bytes(found, 10)["data"] == pytest.approx(
+        tm.predicted_axes(ag, 2, 2)
+    assert tm.step_bytes(found, 10)["data"] == pytest.approx(
         10 * (700 + 700 + 1400) + 2 * 4 * 7 / 8)
 
 
@@ -275,7 +276,7 @@ def test_every_collective_the_tpu_compiles_answers_the_prediction(name, layout, 
     found = tc.tpu_collectives(compiled, mesh)
     predicted = transformer.predicted_collectives(cfg, layout, batch, seq, data, model,
                                                   itemsize=2)
-    matched = tc.match_prediction(found, predicted, data, model)
+    matched = tm.match_prediction(found, predicted, data, model)
     sums = _holds(matched)
     reasons = {m.reason for m in matched}
     # Each axis that is there carries collectives (with SP, the norms'
@@ -286,9 +287,9 @@ def test_every_collective_the_tpu_compiles_answers_the_prediction(name, layout, 
     # gathers every block weight again, tensor parallelism all-reduces (or,
     # with SP, gathers) the attention's activation again; data parallelism
     # has no collective forward. Never more than the prediction once more.
-    assert (tc.RECOMPUTED in reasons) == (layout != "data parallel")
+    assert (tm.RECOMPUTED in reasons) == (layout != "data parallel")
     if layout == "data parallel":
-        assert reasons == {tc.AS_PREDICTED}
+        assert reasons == {tm.AS_PREDICTED}
 
 
 @needs_libtpu
@@ -318,7 +319,7 @@ def test_the_stored_runs_collectives_answer_todays_prediction():
         run = slice_plans.Run(**row["run"])
         sums = _holds(slice_plans.stored_match(row))
         assert set(sums) <= {"data", "model", "data,model"}, name
-        found = tc.from_rows(row["tpu_collectives"])
+        found = tm.from_rows(row["tpu_collectives"])
         # What compiled_collectives summed from the same HLO, instruction by
         # instruction, is what the logical collectives send where each is one
         # instruction of one operand (no chain, no padded fusion and its
@@ -327,7 +328,7 @@ def test_the_stored_runs_collectives_answer_todays_prediction():
                    for c in found):
             assert sum(c.sent() for c in found) == pytest.approx(
                 row["summary"]["bytes"], rel=1e-12), name
-        step = tc.step_bytes(found, CONFIGS[run.config].layers)
+        step = tm.step_bytes(found, CONFIGS[run.config].layers)
         assert all(step[a] > sums[a]["found"] for a in step), name
 
 
@@ -341,10 +342,10 @@ def test_rows_that_fill_no_tile_are_scattered_padded_and_set_right():
     compiled = transformer.compile_step(cfg, "FSDP", 8, 1, 8, 16, donate=True,
                                         devices=slices.slice_devices("v5e 2x4"))
     found = tc.tpu_collectives(compiled, (8, 1))
-    matched = tc.match_prediction(
+    matched = tm.match_prediction(
         found, transformer.predicted_collectives(cfg, "FSDP", 8, 16, 8, 1, itemsize=2),
         8, 1)
     _holds(matched)
-    padded = [m.found for m in matched if m.reason == tc.PADDED]
+    padded = [m.found for m in matched if m.reason == tm.PADDED]
     assert [(c.nbytes, c.moved) for c in padded] == [(96 * 32 * 2, 128 * 32 * 2)]
-    assert sum(m.reason == tc.REALIGNED for m in matched) >= 1
+    assert sum(m.reason == tm.REALIGNED for m in matched) >= 1

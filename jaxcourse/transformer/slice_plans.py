@@ -39,7 +39,7 @@ from jaxcourse.cli import add_version
 
 from .communication import predicted_collectives
 from .planning import CONFIGS, compile_in_subprocess, memory_plan
-from .tpu_collectives import Matched, from_rows, match_prediction
+from .tpu_matching import Matched, from_rows, match_prediction
 
 __all__ = ["RUNS", "STORED", "Run", "Verdict", "load", "needed_bytes", "plan_of",
            "plot", "run_one", "stored_match", "verdicts"]
