@@ -23,3 +23,22 @@ def copy_family(tmp_path: Path, family: i18n.Family) -> Path:
     catalog.parent.mkdir(parents=True)
     shutil.copy(family.catalog, catalog)
     return catalog
+
+
+def copy_code(base: Path, source: Path = ROOT) -> list[Path]:
+    """Copy the course's code under ``base / "course"`` for a grader to guard.
+
+    The engine and every content package (the topics' and their helpers',
+    :func:`jaxcourse.course.content_packages`), as a class's course holds
+    them, without notebooks: a change the grader finds is restored in the
+    copy, never in the working tree that others may be editing.
+    """
+    from jaxcourse.course import content_packages
+
+    course = base / "course"
+    course.mkdir(parents=True, exist_ok=True)
+    ignore = shutil.ignore_patterns("*.ipynb", "__pycache__")
+    folders = [course / name for name in ("jaxcourse", *content_packages())]
+    for folder in folders:
+        shutil.copytree(source / folder.name, folder, ignore=ignore)
+    return folders

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
 import nbformat
 import pytest
+from course_copy import copy_code
 
 from jaxcourse.exercises.authoring import cli as authoring
 from jaxcourse.exercises.authoring.nbgrader import KERNEL_NAME
@@ -284,10 +284,7 @@ def test_grading_a_folder(tmp_path: Path, capsys) -> None:
 
     # A copy of the course for the grader to guard (and restore): never the
     # checkout itself, which may be edited while the test runs.
-    course = [tmp_path / "course" / name for name in ("jaxcourse", "solutions")]
-    for target in course:
-        shutil.copytree(ROOT / target.name, target,
-                        ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
+    course = copy_code(tmp_path)
     rows = grading.grade([folder], exercises=IDS, timeout=30,
                          case_time_limit=5, memory_mb=3000, jobs=2, course=course)
     table = {r.submission: (r.scores, r.status) for r in rows}

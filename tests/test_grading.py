@@ -8,7 +8,6 @@ import concurrent.futures
 import contextlib
 import hashlib
 import json
-import shutil
 import subprocess
 import sysconfig
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
+from course_copy import copy_code
 from slurm_cluster import slurm_cluster  # noqa: F401  (a fixture)
 
 from jaxcourse import CourseError, slurm
@@ -174,13 +174,7 @@ def _class(folder: Path, course: Path) -> None:
 
 def _course(base: Path, source: Path = ROOT) -> list[Path]:
     """A copy of the course's code (from ``source``) under ``base``."""
-    course = base / "course"
-    course.mkdir()
-    ignore = shutil.ignore_patterns("*.ipynb", "__pycache__")
-    folders = [course / "jaxcourse", course / "solutions"]
-    for folder in folders:
-        shutil.copytree(source / folder.name, folder, ignore=ignore)
-    return folders
+    return copy_code(base, source)
 
 
 def _environment() -> str:

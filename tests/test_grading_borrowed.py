@@ -14,13 +14,13 @@ from __future__ import annotations
 import ast
 import importlib
 import json
-import shutil
 import sys
 import textwrap
 from pathlib import Path
 
 import nbformat
 import pytest
+from course_copy import copy_code
 from hostile_class import (
     BATCHED,
     BORROWED,
@@ -92,11 +92,7 @@ def _class(folder: Path, names: list[str] | None = None) -> None:
 def _course(base: Path) -> list[Path]:
     """A copy of the course's code: a change the grader finds is restored in
     the copy, never in the working tree that others may be editing."""
-    folders = [base / "course" / "jaxcourse", base / "course" / "solutions"]
-    ignore = shutil.ignore_patterns("*.ipynb", "__pycache__")
-    for folder in folders:
-        shutil.copytree(ROOT / folder.name, folder, ignore=ignore)
-    return folders
+    return copy_code(base)
 
 
 def _grade(base: Path, names: list[str] | None = None, **options) -> dict:
