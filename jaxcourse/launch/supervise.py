@@ -213,7 +213,7 @@ def supervise(
         # stop button), no process of this launch, nor any child of one,
         # outlives it. Harmless when everything has exited already.
         unwatch()
-        end_tree(procs, seen, tag=tag, grace=grace)
+        _end_all(procs, seen, tag, grace)
         for p in procs:
             for pipe in (p.stdout, p.stderr):
                 reader = reading.get(id(pipe))
@@ -229,6 +229,28 @@ def supervise(
         if check:
             raise failure from None
     return result
+
+
+def _end_all(procs: list[subprocess.Popen], seen: dict[int, psutil.Process],
+             tag: str, grace: float) -> None:
+    """End every process of the launch, even if an interrupt comes meanwhile.
+
+    A Check's time limit repeats its interrupt while the first one unwinds
+    for longer than its grace (a loaded machine slows the ending): cut short,
+    ``end_tree`` would leave ranks running. It is run again until it
+    completes, and the first interrupt is raised afterwards.
+    """
+    pending: BaseException | None = None
+    while True:
+        try:
+            end_tree(procs, seen, tag=tag, grace=grace)
+            break
+        except Exception:
+            raise  # a real failure of the ending: not retried
+        except BaseException as exc:  # an interrupt (time limit, stop button)
+            pending = pending or exc
+    if pending is not None:
+        raise pending
 
 
 def _wait_for(
