@@ -19,10 +19,12 @@ from typing import IO
 
 __all__ = [
     "GlooFilter",
+    "KNOCK_ON",
     "MpiLines",
     "SrunLines",
     "mpi_failure_message",
     "rank_failure_message",
+    "lost_a_peer",
     "read_lines",
     "shorten",
     "tail",
@@ -206,6 +208,34 @@ def tail(lines: list[str], workdir: Path, n: int = 4) -> str:
             kept += block[end : end + n]
             return "\n".join(f"    {line}" for line in kept)
     return "\n".join(f"    {line}" for line in lines[-n:])
+
+
+# What a rank prints when it fails only because another one did: the
+# coordination service reports the lost task, or a collective loses its peer.
+KNOCK_ON = ("coordination", "heartbeat", "UNAVAILABLE", "unhealthy",
+            "DEADLINE_EXCEEDED", "Connection reset", "Connection closed",
+            "closed by peer", "Broken pipe", "terminated", "Gloo")
+
+
+def lost_a_peer(lines: list[str]) -> bool:
+    """Say whether a failed rank's last words are a lost peer's, not its own.
+
+    When one rank dies its partners soon fail too ("Connection reset by
+    peer"), and on a loaded machine one of them may be seen to end first. The
+    launcher and the report of ``srun`` pass such a rank over for one that
+    failed on its own.
+
+    Parameters
+    ----------
+    lines : list of str
+        What the rank printed on stderr (stdout if nothing there), in order.
+
+    Returns
+    -------
+    bool
+        True when one of its last six lines names a lost peer or service.
+    """
+    return any(word in line for line in lines[-6:] for word in KNOCK_ON)
 
 
 def rank_failure_message(

@@ -31,6 +31,7 @@ from jaxcourse.launch.output import (
     GlooFilter,
     MpiLines,
     SrunLines,
+    lost_a_peer,
     mpi_failure_message,
     rank_failure_message,
     read_lines,
@@ -46,6 +47,11 @@ from jaxcourse.launch.result import (
 from jaxcourse.processes import TAG_ENV, descendants, end_tree, new_tag
 
 __all__ = ["supervise"]
+
+# Seconds the other ranks get, after the first failure, to end on their own:
+# the exit of the rank that caused it is then recorded too, however loaded
+# the machine (its waiting thread has to run).
+SETTLE = 1.0
 
 
 def supervise(
@@ -114,6 +120,7 @@ def supervise(
 
     mpi_lines = lines if lines is not None else MpiLines()
     exits: list[int] = []  # indices of the processes, in the order they ended
+    settled = 0.0  # once a rank has failed: when the others are ended
 
     def take(rank: int, stream: str, line: str) -> None:
         if mpi_ranks is None:
@@ -180,12 +187,19 @@ def supervise(
                 seen.update(descendants(procs))
             codes = [p.returncode for p in procs]  # set by the _wait_for threads
             # When one rank dies, its partners soon fail too ("connection
-            # closed by peer"): the first to exit is the one to report.
+            # closed by peer"), and a loaded machine may record a partner's
+            # exit before the cause's: the ranks left are given a moment to
+            # end on their own before they are ended, and the rank reported
+            # is the first whose last words are its own (below).
             failed = [(i, codes[i]) for i in list(exits) if codes[i] != 0]
             timed_out = clock.overdue(timeout)
-            if not failed and not timed_out and any(c is None for c in codes):
-                continue
             running = [i for i, c in enumerate(codes) if c is None]
+            if not failed and not timed_out and running:
+                continue
+            if failed and not timed_out and running:
+                settled = settled or time.monotonic() + SETTLE
+                if time.monotonic() < settled:
+                    continue
             ending = True
             end_tree(procs, seen, tag=tag, grace=grace)
             _finish(readers, drain, flush_mpi)
@@ -195,7 +209,9 @@ def supervise(
             for rank in running:  # ended by the launcher, no exit code of its own
                 result.returncodes[rank] = None
             if failed:
-                rank, code = failed[0]
+                rank, code = next(
+                    ((r, c) for r, c in failed
+                     if not lost_a_peer(err_lines[r] or out_lines[r])), failed[0])
                 if mpi_ranks is not None:
                     message = mpi_failure_message(code, err_lines, workdir)
                     rank = -1

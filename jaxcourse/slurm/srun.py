@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from jaxcourse.launch.output import SrunLines, tail
+from jaxcourse.launch.output import SrunLines, lost_a_peer, tail
 from jaxcourse.launch.result import LaunchResult, LaunchTimeoutError, RankFailedError
 from jaxcourse.launch.start import _child_env, _command, free_port
 from jaxcourse.launch.supervise import supervise
@@ -108,11 +108,6 @@ def launch_srun(
     return result
 
 
-# What a rank prints when it fails only because another one did: the
-# coordination service reports the lost task, or a collective loses its peer.
-_KNOCK_ON = ("coordination", "heartbeat", "UNAVAILABLE", "unhealthy",
-             "DEADLINE_EXCEEDED", "Connection reset", "Connection closed",
-             "closed by peer", "Broken pipe", "terminated", "Gloo")
 _SRUN_OWN = re.compile(r"^(srun: |slurmstepd: |\S*: \*\*\* (STEP|JOB) )")
 
 
@@ -137,8 +132,8 @@ def _first_failure(result: Any, code: int) -> tuple[int, str]:
         return -1, f"srun exited with code {code}"
 
     def knock_on(rank: int) -> bool:
-        own = [x for x in result.lines(rank, "stderr") if not _SRUN_OWN.match(x)]
-        return any(word in line for line in own[-6:] for word in _KNOCK_ON)
+        return lost_a_peer([x for x in result.lines(rank, "stderr")
+                            if not _SRUN_OWN.match(x)])
 
     rank, what = next(((r, w) for r, w in failed if not knock_on(r)), failed[0])
     return rank, f"rank {rank} {what[0].lower()}{what[1:]}"
