@@ -229,6 +229,43 @@ def test_plain_crash_ends_the_others_and_their_children(tmp_path: Path) -> None:
     assert not alive([*err.pids, *grandchildren(err.result)])
 
 
+# Rank 2 fails only because rank 1 did (the words a collective prints when its
+# peer is gone), yet its exit is seen first, as a loaded machine may see it:
+# rank 1 leaves a moment after rank 2 has.
+KNOCK_ON = """
+    import os
+    import sys
+    import time
+    from pathlib import Path
+
+    rank = int(os.environ["JAX_COURSE_PROCESS_ID"])
+    if rank == 2:
+        Path("rank2_leaves").touch()
+        sys.exit("[gloo] Read error [127.0.0.1]:7597: Connection reset by peer")
+    if rank == 1:
+        while not Path("rank2_leaves").exists():
+            time.sleep(0.01)
+        time.sleep(0.2)
+        sys.exit("rank 1 ran out of memory")
+    time.sleep(600)
+"""
+
+
+def test_the_rank_reported_is_the_cause_not_a_partner_that_lost_it(
+    tmp_path: Path,
+) -> None:
+    script = write(tmp_path, "knock_on.py", KNOCK_ON)
+    with pytest.raises(launcher.RankFailedError) as info:
+        launcher.launch(script, 3, 1, cwd=tmp_path, timeout=60, echo=False)
+    err = info.value
+    assert (err.rank, err.returncode) == (1, 1), str(err)
+    assert str(err).startswith(
+        "rank 1 exited with code 1:\n    rank 1 ran out of memory")
+    # Both ended on their own, the knock-on first; rank 0 was ended.
+    assert err.result.returncodes == [None, 1, 1]
+    assert not alive(err.pids)
+
+
 def test_plain_hang_times_out_and_ends_grandchildren(tmp_path: Path) -> None:
     script = write(tmp_path, "child.py", CHILD)
     with pytest.raises(
