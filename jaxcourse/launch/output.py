@@ -19,12 +19,11 @@ from typing import IO
 
 __all__ = [
     "GlooFilter",
-    "KNOCK_ON",
     "MpiLines",
     "SrunLines",
+    "lost_a_peer",
     "mpi_failure_message",
     "rank_failure_message",
-    "lost_a_peer",
     "read_lines",
     "shorten",
     "tail",
@@ -212,9 +211,9 @@ def tail(lines: list[str], workdir: Path, n: int = 4) -> str:
 
 # What a rank prints when it fails only because another one did: the
 # coordination service reports the lost task, or a collective loses its peer.
-KNOCK_ON = ("coordination", "heartbeat", "UNAVAILABLE", "unhealthy",
-            "DEADLINE_EXCEEDED", "Connection reset", "Connection closed",
-            "closed by peer", "Broken pipe", "terminated", "Gloo")
+_KNOCK_ON = ("coordination", "heartbeat", "UNAVAILABLE", "unhealthy",
+             "DEADLINE_EXCEEDED", "Connection reset", "Connection closed",
+             "closed by peer", "Broken pipe", "terminated", "Gloo")
 
 
 def lost_a_peer(lines: list[str]) -> bool:
@@ -235,7 +234,7 @@ def lost_a_peer(lines: list[str]) -> bool:
     bool
         True when one of its last six lines names a lost peer or service.
     """
-    return any(word in line for line in lines[-6:] for word in KNOCK_ON)
+    return any(word in line for line in lines[-6:] for word in _KNOCK_ON)
 
 
 def rank_failure_message(

@@ -48,9 +48,10 @@ from jaxcourse.processes import TAG_ENV, descendants, end_tree, new_tag
 
 __all__ = ["supervise"]
 
-# Seconds the other ranks get, after the first failure, to end on their own:
-# the exit of the rank that caused it is then recorded too, however loaded
-# the machine (its waiting thread has to run).
+# Seconds the other ranks get, after the first failure, to end on their own,
+# so that the exit of the rank that caused it is recorded too (its waiting
+# thread has to run). A machine loaded past that falls back to the first
+# exit seen.
 SETTLE = 1.0
 
 
