@@ -201,7 +201,10 @@ def supervise(
                 settled = settled or time.monotonic() + SETTLE
                 if time.monotonic() < settled:
                     continue
-            ending = True
+            # Only ranks the launcher ends say things not shown; the last lines
+            # of ranks that all ended on their own are shown, however late
+            # their reader delivers them (a loaded machine lost "done").
+            ending = bool(running)
             end_tree(procs, seen, tag=tag, grace=grace)
             _finish(readers, drain, flush_mpi)
             _record(result, procs, out_lines, err_lines, seen, started)
