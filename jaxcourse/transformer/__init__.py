@@ -7,6 +7,9 @@ sequence split, what does a pipeline's bubble cost. Each is answered by a
 formula and checked against the program XLA compiles. The package's modules,
 each importing only the ones before it:
 
+* :mod:`.attention_forms`: attention computed four ways, by name: the
+  chapter's whole score matrix, in chunks of queries, JAX's Pallas splash
+  kernel, ``jax.nn.dot_product_attention``;
 * :mod:`.config`: :class:`Config`, the published LLaMA-3 configs, the exact
   parameter count and the FLOPs per token;
 * :mod:`.model`: the decoder (RMSNorm, rotary embeddings, causal
@@ -32,6 +35,7 @@ Everything public is re-exported here: ``from jaxcourse import transformer``.
 
 from __future__ import annotations
 
+from .attention_forms import ATTENTION_FORMS, DEFAULT_BLOCKS, attend
 from .communication import predicted_collectives
 from .config import (
     LLAMA3_8B,
@@ -60,7 +64,13 @@ from .layouts import (
     vocab_lookup,
     vocab_target_logp,
 )
-from .memory import activation_bytes, residuals_per_token, state_bytes, zero_bytes
+from .memory import (
+    activation_bytes,
+    attention_bytes,
+    residuals_per_token,
+    state_bytes,
+    zero_bytes,
+)
 from .model import (
     PLAIN,
     REMAT_POLICIES,
@@ -111,10 +121,12 @@ from .training import (
 from .zero import zero_collectives, zero_specs, zero_step
 
 __all__ = [
-    "CONFIGS", "DATA", "LAYOUTS", "LLAMA3_70B", "LLAMA3_8B", "MODEL", "PLAIN",
+    "ATTENTION_FORMS", "CONFIGS", "DATA", "DEFAULT_BLOCKS", "LAYOUTS", "LLAMA3_70B",
+    "LLAMA3_8B", "MODEL", "PLAIN",
     "PRECISIONS", "PUBLISHED_PARAMS", "REMAT_POLICIES", "SCHEDULES", "STAGE",
     "CharTokenizer",
-    "Config", "Hooks", "Layout", "Precision", "activation_bytes", "attention",
+    "Config", "Hooks", "Layout", "Precision", "activation_bytes", "attend",
+    "attention", "attention_bytes",
     "batch_spec", "batches", "check_vocab", "block", "blocks", "bubble_fraction",
     "bytes_per_param",
     "default_feed", "gpipe_grad", "gpipe_grad_memory", "in_flight",

@@ -8,7 +8,10 @@ it; :data:`LLAMA3_8B` and :data:`LLAMA3_70B` are the two published configs.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, replace
+
+from .attention_forms import check_form
 
 __all__ = ["LLAMA3_70B", "LLAMA3_8B", "PUBLISHED_PARAMS", "Config", "flops_per_token",
            "matmul_params", "param_count", "param_parts"]
@@ -39,6 +42,16 @@ class Config:
         RMSNorm's epsilon.
     name : str
         A label for tables.
+    attention : str
+        How attention is computed: a form of
+        :data:`~.attention_forms.ATTENTION_FORMS` (``"plain"``, the chapter's
+        whole score matrix; ``"chunked"``, ``"splash"``, ``"xla"``). The same
+        maths in each, so it is not part of the model's shape: left out of
+        the ``repr``.
+    attention_block : int
+        The form's block: the queries per chunk (``"chunked"``) or the
+        kernel's tile (``"splash"``); 0 is the form's default
+        (:data:`~.attention_forms.DEFAULT_BLOCKS`).
     """
 
     vocab: int
@@ -50,6 +63,13 @@ class Config:
     rope_theta: float = 10_000.0
     norm_eps: float = 1e-5
     name: str = "custom"
+    # Not in the repr: a config prints as the shape it is (the chapter's
+    # stored outputs print Config(...) and name the checks' calls by it),
+    # whatever the form computing its attention. Still compared and hashed:
+    # two forms compile two different programs, and a cache keyed by the
+    # config must not hand one the other's.
+    attention: str = dataclasses.field(default="plain", repr=False)
+    attention_block: int = dataclasses.field(default=0, repr=False)
 
     def __post_init__(self) -> None:
         for field in ("vocab", "d_model", "layers", "heads", "kv_heads", "hidden"):
@@ -62,6 +82,7 @@ class Config:
         if self.heads % self.kv_heads:
             raise ValueError(f"{self.heads} query heads do not share "
                              f"{self.kv_heads} key/value heads evenly")
+        check_form(self.attention, self.attention_block)
 
     @property
     def head_dim(self) -> int:
@@ -71,6 +92,14 @@ class Config:
     def with_layers(self, layers: int) -> Config:
         """Return the same config with ``layers`` blocks (for a cheaper compile)."""
         return replace(self, layers=layers, name=f"{self.name}, {layers} layers")
+
+    def with_attention(self, form: str, block: int = 0) -> Config:
+        """Return the same config with attention computed by ``form`` (in ``block``).
+
+        ``form`` is a key of :data:`~.attention_forms.ATTENTION_FORMS`;
+        ``block`` its chunk or tile (0: the form's default).
+        """
+        return replace(self, attention=form, attention_block=block)
 
 
 #: LLaMA-3 8B, from ``config.json`` of ``meta-llama/Meta-Llama-3-8B`` on Hugging

@@ -1,12 +1,13 @@
-"""Memory: the training state per device, ZeRO's stages, and activations per token.
+"""Memory: the state per device, ZeRO's stages, activations per token, and scores.
 
 :func:`state_bytes` counts, weight by weight, what one device stores between
 steps under a layout and a precision scheme (the compiled step's arguments);
 :func:`zero_bytes` tabulates ZeRO's three stages from
 :func:`~.training.bytes_per_param`; :func:`activation_bytes` measures what a
 step keeps per token for its backward pass, under each remat policy, from
-the compiled program and from JAX's list of saved residuals. The readers of
-XLA's analyses are chapter 6's (:mod:`jaxcourse.scaling.memory`).
+the compiled program and from JAX's list of saved residuals;
+:func:`attention_bytes` counts the scores each attention form holds at once.
+The readers of XLA's analyses are chapter 6's (:mod:`jaxcourse.scaling.memory`).
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ import numpy as np
 
 from jaxcourse.scaling.memory import compiled_memory, residual_bytes, saved_residuals
 
+from .attention_forms import DEFAULT_BLOCKS, splash_block
 from .config import Config, param_count
 from .layouts import DATA, MODEL, layout_switches, param_specs
 from .model import init_params, loss
 from .training import PRECISIONS, bytes_per_param, make_grad_fn
 
-__all__ = ["activation_bytes", "residuals_per_token", "state_bytes", "zero_bytes"]
+__all__ = ["activation_bytes", "attention_bytes", "residuals_per_token", "state_bytes",
+           "zero_bytes"]
 
 
 def _itemsize(dtype: Any) -> int:
@@ -148,6 +151,29 @@ def residuals_per_token(cfg: Config, remat: str = "full", precision: str = "mixe
     loss_part = 0 if chunked_loss else 4 * cfg.vocab // vocab_split + 4
     head = norm + c * d + 2 * 4 + loss_part
     return {"blocks": blocks, "head": head, "total": blocks + head}
+
+
+def attention_bytes(cfg: Config, batch: int, seq: int, model: int = 1) -> int:
+    """Return the bytes of float32 scores ``cfg.attention``'s form holds at once.
+
+    Per device, in one block, for ``batch`` sequences of ``seq`` positions,
+    with the heads split over ``model`` devices (tensor parallelism; pass 1
+    otherwise). ``"plain"`` and ``"xla"`` write each head's whole scores:
+    ``batch · heads/model · seq · seq · 4``; ``"chunked"`` one chunk's, its
+    ``block`` queries (at most ``seq``) against every key: ``batch ·
+    heads/model · block · seq · 4``; ``"splash"`` one tile of ``block ×
+    block`` (:func:`~.attention_forms.splash_block`), and in the chip's
+    on-chip memory (VMEM), not its HBM. One copy: a backward pass has the
+    softmax's weights and their gradient beside the scores, a few such
+    arrays, which the compiled program says (:func:`activation_bytes`).
+    """
+    heads = cfg.heads // model
+    if cfg.attention == "splash":
+        return splash_block(seq, cfg.attention_block) ** 2 * 4
+    queries = seq
+    if cfg.attention == "chunked":
+        queries = min(cfg.attention_block or DEFAULT_BLOCKS["chunked"], seq)
+    return batch * heads * queries * seq * 4
 
 
 def activation_bytes(cfg: Config, remat: str, batch: int, seq: int,

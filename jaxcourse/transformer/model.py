@@ -1,7 +1,8 @@
 """A decoder-only transformer in plain JAX, LLaMA-3's shape.
 
 Each part is one short function: :func:`init_params`, :func:`rms_norm`,
-:func:`rope`, :func:`attention` (causal, grouped-query), :func:`mlp`
+:func:`rope`, :func:`attention` (causal, grouped-query; its scores computed
+by the config's form, :mod:`.attention_forms`), :func:`mlp`
 (SwiGLU), :func:`block`, :func:`forward` (the blocks run by
 ``jax.lax.scan``) and :func:`loss`. The parameters of the blocks are stacked
 along a leading ``layers`` axis, so that ``scan`` runs one compiled block
@@ -30,6 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.ad_checkpoint import checkpoint_name
 
+from .attention_forms import attend
 from .config import Config
 
 __all__ = ["PLAIN", "REMAT_POLICIES", "Hooks", "attention", "block", "blocks",
@@ -130,7 +132,10 @@ def attention(x: jax.Array, layer: Params, cfg: Config) -> jax.Array:
     """Causal grouped-query attention of ``x`` (batch, seq, d), without the residual.
 
     The heads are counted from the weights' shapes, so a device holding a
-    slice of the heads (tensor parallelism) runs this same code.
+    slice of the heads (tensor parallelism) runs this same code. The scores
+    are computed by ``cfg.attention``'s form (:func:`~.attention_forms.attend`):
+    ``"plain"``, the chapter's, writes each head's whole ``(seq, seq)``
+    matrix; the others compute the same numbers without it.
     """
     b, t, _ = x.shape
     h = cfg.head_dim
@@ -138,13 +143,7 @@ def attention(x: jax.Array, layer: Params, cfg: Config) -> jax.Array:
     k = checkpoint_name(x @ layer["wk"], "k").reshape(b, t, -1, h)
     v = checkpoint_name(x @ layer["wv"], "v").reshape(b, t, -1, h)
     q, k = rope(q, cfg.rope_theta), rope(k, cfg.rope_theta)
-    groups = q.shape[2] // k.shape[2]                     # query heads per kv head
-    q = q.reshape(b, t, k.shape[2], groups, h)
-    scores = jnp.einsum("btkgh,bskh->bkgts", q, k).astype(jnp.float32) / np.sqrt(h)
-    causal = np.tril(np.ones((t, t), bool))               # t attends to s <= t
-    scores = jnp.where(causal, scores, -jnp.inf)
-    weights = jax.nn.softmax(scores, axis=-1).astype(x.dtype)
-    out = jnp.einsum("bkgts,bskh->btkgh", weights, v).reshape(b, t, -1)
+    out = attend(q, k, v, cfg.attention, cfg.attention_block)
     return checkpoint_name(out, "attn_out") @ layer["wo"]
 
 

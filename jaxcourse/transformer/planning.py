@@ -43,7 +43,7 @@ from jaxcourse.scaling.roofline import (
 
 from .config import LLAMA3_8B, LLAMA3_70B, Config, flops_per_token, param_count
 from .layouts import DATA, MODEL, batch_spec, layout_switches, sharded_step, spec_tree
-from .memory import residuals_per_token, state_bytes
+from .memory import attention_bytes, residuals_per_token, state_bytes
 from .training import init_state
 
 __all__ = ["CONFIGS", "compile_in_subprocess", "compile_report", "compile_step",
@@ -156,8 +156,8 @@ def critical_batch(cfg: Config, layout: str, hw: Hardware, seq: int, data: int =
 
 
 def memory_plan(cfg: Config, layout: str, data: int, model: int, seq: int,
-                sequences: int = 1, remat: str = "full", loss_chunk: int = 0
-                ) -> dict[str, int]:
+                sequences: int = 1, remat: str = "full", loss_chunk: int = 0,
+                scores: bool = False) -> dict[str, int]:
     """Return the chapter's plan of one device's memory for a mixed-precision step.
 
     ``state``: the stored state (:func:`~.memory.state_bytes`, 12 bytes a
@@ -177,15 +177,24 @@ def memory_plan(cfg: Config, layout: str, data: int, model: int, seq: int,
     leaves out (attention's scores inside one block's backward pass, the
     compiler's own temporaries and choices) is what
     :mod:`jaxcourse.transformer.slice_plans` measures.
+
+    With ``scores``, the plan adds ``attention``: one copy of the float32
+    scores that ``cfg.attention``'s form holds at once in a block
+    (:func:`~.memory.attention_bytes`, the heads split over ``"model"``
+    under tensor parallelism), and counts it in ``total``. Off by default:
+    the chapter's plans (and the stored slice plans beside them) leave it out.
     """
+    lay = layout_switches(layout)
     state = state_bytes(cfg, layout, "mixed", data, model)["total"]
     step = state // 2
-    split = model if layout_switches(layout).sp else 1
+    split = model if lay.sp else 1
     kept = residuals_per_token(cfg, remat, "mixed", bool(loss_chunk), layout, model)
     tokens = seq * sequences
     activations = tokens * kept["blocks"] // split + tokens * kept["head"]
-    return {"state": state, "step": step, "activations": activations,
-            "total": state + step + activations}
+    plan = {"state": state, "step": step, "activations": activations}
+    if scores:
+        plan["attention"] = attention_bytes(cfg, sequences, seq, model if lay.tp else 1)
+    return plan | {"total": sum(plan.values())}
 
 
 def compile_step(cfg: Config, layout: str, data: int, model: int, batch: int, seq: int,
@@ -259,7 +268,8 @@ def compile_in_subprocess(config: str, layout: str, data: int, model: int, batch
                           seq: int, layers: int | None = None, precision: str = "mixed",
                           remat: str = "full", timeout: float = 300.0,
                           slice_name: str | None = None, donate: bool = False,
-                          loss_chunk: int = 0) -> dict[str, Any]:
+                          loss_chunk: int = 0, attention: str = "plain",
+                          attention_block: int = 0) -> dict[str, Any]:
     """Compile a named config's step in a fresh Python with ``data · model`` devices.
 
     JAX fixes its number of devices when it starts, so a 64-device mesh
@@ -283,6 +293,9 @@ def compile_in_subprocess(config: str, layout: str, data: int, model: int, batch
         Seconds before the child is stopped.
     slice_name : str, optional
         A key of :data:`jaxcourse.slices.SLICES`.
+    attention, attention_block : str, int
+        The config's attention form and its block
+        (:meth:`~.config.Config.with_attention`).
 
     Raises
     ------
@@ -296,7 +309,9 @@ def compile_in_subprocess(config: str, layout: str, data: int, model: int, batch
             "--remat", remat] + (["--layers", str(layers)] if layers else []) + (
                 ["--slice", slice_name] if slice_name else []) + (
                 ["--donate"] if donate else []) + (
-                ["--loss-chunk", str(loss_chunk)] if loss_chunk else [])
+                ["--loss-chunk", str(loss_chunk)] if loss_chunk else []) + (
+                ["--attention", attention] if attention != "plain" else []) + (
+                ["--attention-block", str(attention_block)] if attention_block else [])
     # The child imports this very package, wherever it is.
     root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
@@ -328,6 +343,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--donate", action="store_true", help="donate the state")
     parser.add_argument("--loss-chunk", type=int, default=0,
                         help="compute the loss this many positions at a time")
+    parser.add_argument("--attention", default="plain",
+                        help="compute attention in this form (attention_forms)")
+    parser.add_argument("--attention-block", type=int, default=0,
+                        help="the form's chunk or tile (0: its default)")
     add_version(parser)
     args = parser.parse_args(argv)
     devices = None
@@ -342,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = CONFIGS[args.config]
     if args.layers:
         cfg = cfg.with_layers(args.layers)
+    cfg = cfg.with_attention(args.attention, args.attention_block)
     started = time.perf_counter()
     try:
         compiled = compile_step(cfg, args.layout, args.data, args.model, args.batch,
