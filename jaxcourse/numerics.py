@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FLOAT32_ROUNDOFF", "assert_product_close", "product_error_bound",
-           "sum_tolerance", "within_rounding"]
+__all__ = ["FLOAT32_ROUNDOFF", "assert_product_close", "decade_above",
+           "product_error_bound", "sum_tolerance", "within_rounding"]
 
 #: The unit roundoff of float32: half the distance from 1 to the next float.
 FLOAT32_ROUNDOFF = float(np.finfo(np.float32).eps) / 2
@@ -39,6 +39,35 @@ def sum_tolerance(n: int) -> float:
     if n * FLOAT32_ROUNDOFF >= 1:
         raise ValueError(f"a float32 sum of {n} terms has no useful error bound")
     return n * FLOAT32_ROUNDOFF / (1 - n * FLOAT32_ROUNDOFF)
+
+
+def decade_above(value: float) -> str:
+    """Return the smallest power of ten above ``value``, as a chapter prints it.
+
+    A rounding error's own digits are not reproducible: XLA's CPU backend
+    compiles for the instruction set it finds (AVX-512, AVX2, SSE4.2), and
+    each rounds the same program's sums in another order, so an error of
+    ``4.8e-07`` on one machine is ``5.8e-07`` on another. What a chapter means
+    to show is its size against a bound, which those orders do not move: it
+    prints "under" this power of ten, ``0.01`` or ``1e-06``.
+
+    Parameters
+    ----------
+    value : float
+        A non-negative error, or an error's ratio to its bound.
+
+    Returns
+    -------
+    str
+        The power of ten, formatted with ``g`` (``"0.01"``, ``"1e-06"``); for
+        0, ``"0"``.
+    """
+    if value < 0 or not np.isfinite(value):
+        raise ValueError(f"an error's size is finite and not negative, not {value}")
+    if value == 0:
+        return "0"
+    # The power strictly above: an error of exactly 0.01 prints "under 0.1".
+    return f"{10.0 ** (np.floor(np.log10(value)) + 1):g}"
 
 
 def product_error_bound(lhs, rhs) -> tuple[np.ndarray, np.ndarray]:

@@ -9,6 +9,8 @@ import socket
 from pathlib import Path
 
 import pytest
+from foreign_job import NOTEBOOKS as FOREIGN_JOB_NOTEBOOKS
+from foreign_job import ForeignJob
 from processes import forbid_processes, starts_a_process
 
 # Quiet TensorFlow's C++ start-up logs in test output.
@@ -156,6 +158,12 @@ SLURM_FILES = ("tests/test_grading.py", "tests/test_grading_borrowed.py",
 BROWSER_FILES = ("tests/test_book_browser.py", "tests/test_lab_browser.py",
                  "tests/test_hub_browser.py")
 ROOT = Path(__file__).resolve().parents[1]
+# Each chapter's run under a second instruction set is a group of its own
+# (tests/test_instruction_sets.py: one long test per chapter, in a process of
+# its own), chapter 8's in the Slurm group; the group is the chapter's path
+# with this prefix.
+SECOND_ISA_FILE = "tests/test_instruction_sets.py"
+SECOND_ISA = "second-isa:"
 # The groups that take longest (seconds on a 2-core machine, from a run's
 # --durations): xdist hands groups out in collection order, so the long ones
 # go first and the short ones fill the gaps at the end. A group not named
@@ -163,7 +171,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # out would be handed out last, and its worker would finish long after the
 # other: name every group of a minute or more (a new chapter's notebook too).
 GROUP_SECONDS = {
-    "slurm": 850, "tests/test_exercise_contract.py": 670, "browser": 320,
+    "slurm": 1180, "tests/test_exercise_contract.py": 670, "browser": 320,
     "tests/test_transformer.py": 260, "tests/test_nbgrader.py": 250,
     "tests/test_release.py": 230, "tests/test_release_search.py": 150,
     "book/01_mlp.ipynb": 185, "book/07_transformer.ipynb": 165,
@@ -176,13 +184,23 @@ GROUP_SECONDS = {
     "tests/test_exercise_time_limits.py": 25, "book/05_shard_map.ipynb": 20,
     "tests/test_explorers_transformer.py": 20, "book/03_bayes.ipynb": 20,
     "tests/test_pipeline.py": 80,
+    # A chapter under a second instruction set: its nbval run, and a start.
+    **{SECOND_ISA + chapter: seconds + 10 for chapter, seconds in (
+        ("book/01_mlp.ipynb", 185), ("book/07_transformer.ipynb", 165),
+        ("book/02_torch_data.ipynb", 120), ("book/09_dp_zh.ipynb", 70),
+        ("book/06_scaling.ipynb", 35), ("book/04_sharding.ipynb", 35),
+        ("book/05_shard_map.ipynb", 20), ("book/03_bayes.ipynb", 20))},
 }
 
 
-def _group_of(path: str) -> str:
-    """The worker group of a test file (relative to the root): the file itself,
-    so that a notebook's cells run in order in one kernel and a module's
-    fixtures are built once, or the group of files that share something."""
+def _group_of(nodeid: str) -> str:
+    """The worker group of a test (its node id, from the root): its file, so
+    that a notebook's cells run in order in one kernel and a module's fixtures
+    are built once, or the group of files that share something."""
+    path, _, rest = nodeid.partition("::")
+    if path == SECOND_ISA_FILE and rest.endswith(".ipynb]"):
+        chapter = rest[rest.index("[") + 1:-1]
+        return "slurm" if chapter in SLURM_FILES else SECOND_ISA + chapter
     if path in SLURM_FILES:
         return "slurm"
     if path in BROWSER_FILES:
@@ -191,9 +209,7 @@ def _group_of(path: str) -> str:
 
 
 def _group(item: pytest.Item) -> str:
-    path = item.path.relative_to(ROOT).as_posix() if item.path.is_relative_to(
-        ROOT) else str(item.path)
-    return _group_of(path)
+    return _group_of(item.nodeid)
 
 
 # optionalhook: the light job's environment has no pytest-xdist, and no such hook.
@@ -211,7 +227,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
     class GroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return _group_of(nodeid.split("::", 1)[0])
+            return _group_of(nodeid)
 
     return GroupScheduling(config, log)
 
@@ -259,3 +275,27 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     _GUARD.close()
 
 
+
+
+# ---- another clone's job in the queue while chapter 8 runs (tests/foreign_job.py) ----
+
+_FOREIGN = ForeignJob()
+
+
+def _notebook_of(item: pytest.Item | None) -> str | None:
+    if item is None or not item.path.is_relative_to(ROOT):
+        return None
+    return item.path.relative_to(ROOT).as_posix()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Before the notebook's first cell (its kernel is already up, and does
+    # not care); the job stays queued until its last cell has run.
+    if _notebook_of(item) in FOREIGN_JOB_NOTEBOOKS and _FOREIGN.job is None:
+        _FOREIGN.submit()
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    if (_notebook_of(item) in FOREIGN_JOB_NOTEBOOKS
+            and _notebook_of(nextitem) != _notebook_of(item)):
+        _FOREIGN.cancel()
