@@ -11,6 +11,7 @@ under Chinese names and open in Excel.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import io
 import json
 import os
@@ -59,6 +60,29 @@ MAINS = {
     "jaxcourse.transformer.planning": planning.main,
     "jaxcourse.transformer.slice_plans": slice_plans.main,
 }
+
+
+def readme_commands() -> set[str]:
+    """The modules README's "Command lines" names (``.x`` is ``jaxcourse.x``)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Command lines"):]
+    listed = section[section.index("Every command ("):section.index(") prints")]
+    names = re.findall(r"`(?:python -m )?(jaxcourse[\w.]*|\.[\w.]+)`", listed)
+    return {name if name.startswith("jaxcourse") else "jaxcourse" + name
+            for name in names}
+
+
+def test_the_readme_names_every_command_line_and_only_those() -> None:
+    # Three modules moved with the engine's subpackages and the README kept
+    # their old paths, each "No module named ..." (#67).
+    listed = readme_commands()
+    assert listed == set(MAINS), (sorted(listed - set(MAINS)),
+                                  sorted(set(MAINS) - listed))
+    for name in listed:
+        spec = importlib.util.find_spec(name)
+        assert spec is not None, name
+        if spec.submodule_search_locations is not None:  # a package runs its __main__
+            assert importlib.util.find_spec(f"{name}.__main__") is not None, name
 
 
 # ---- licence, citation, one version ----------------------------------------------
