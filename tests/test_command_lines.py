@@ -193,6 +193,29 @@ def test_the_grader_names_a_missing_path_and_needs_out(tmp_path: Path,
     assert not (tmp_path / "out").exists()
 
 
+def test_the_grader_refuses_a_misspelled_chapter_or_exercise(tmp_path: Path,
+                                                             capsys) -> None:
+    # A typo graded nothing, called every submission crashed and wrote their
+    # feedback (--chapter), or ended in a KeyError's traceback (--exercises).
+    (tmp_path / "class").mkdir()
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "class" / "alice.ipynb")
+    out = tmp_path / "out"
+    for typo, said in (
+            (["--chapter", "03_bayse"],
+             "no chapter '03_bayse': did you mean 03_bayes?"),
+            (["--chapter", "bayes"], "no chapter 'bayes': "),
+            (["--exercises", "bayes.sample_betas", "bayes.sample_beta"],
+             "no exercise 'bayes.sample_beta': did you mean bayes.sample_betas? "
+             "one of bayes.batched_log_joint,"),
+            (["--chapter", "03_bayes", "--exercises", "mlp.relu"],
+             "no exercise of 03_bayes 'mlp.relu': ")):
+        assert grading.main([str(tmp_path / "class"), "--out", str(out), *typo]
+                            ) == cli.EXIT_USAGE, typo
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {said}") and err.count("\n") == 1, err
+        assert not out.exists(), typo
+
+
 def test_run_turns_errors_into_codes(capsys) -> None:
     def raising(error: BaseException):
         def main() -> int:

@@ -39,6 +39,7 @@ is described in ``book/for_teachers.md``.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import sys
@@ -104,6 +105,36 @@ def _names(paths: Sequence[Path]) -> list[str]:
 # --------------------------------------------------------------------------
 # The class: parallel, resumable
 # --------------------------------------------------------------------------
+
+
+def _unknown(kind: str, name: str, known: Sequence[str]) -> UsageError:
+    """Say that a chapter or exercise does not exist: the nearest name, then all."""
+    near = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f"did you mean {near[0]}? " if near else ""
+    return UsageError(f"no {kind} {name!r}: {hint}one of {', '.join(known)}")
+
+
+def _chosen_exercises(chapter: str | None, exercises: Sequence[str] | None,
+                      paths: Sequence[Path]) -> list[str]:
+    """Return the exercise ids to grade, checked before anything is graded or written.
+
+    A misspelled ``--chapter`` graded nothing and recorded every submission
+    as crashed, and a misspelled ``--exercises`` id ended in a traceback (#67):
+    both are refused here with the names that exist.
+    """
+    chapters = by_chapter()
+    if chapter is not None and chapter not in chapters:
+        raise _unknown("chapter", chapter, list(chapters))
+    if exercises is None:
+        return exercise_ids(chapter or _infer_chapter(paths))
+    known = chapters[chapter] if chapter is not None else exercise_ids()
+    for exercise in exercises:
+        if exercise not in known:
+            where = f"exercise of {chapter}" if chapter is not None else "exercise"
+            # The ids of the topic it names, when it names one: a shorter line.
+            topic = [i for i in known if i.split(".")[0] == exercise.split(".")[0]]
+            raise _unknown(where, exercise, topic or known)
+    return list(exercises)
 
 
 def _infer_chapter(paths: Sequence[Path]) -> str:
@@ -234,9 +265,7 @@ def grade(
     if not paths:
         raise UsageError("no notebooks to grade in "
                          + ", ".join(str(s) for s in submissions))
-    if exercises is None:
-        exercises = exercise_ids(chapter or _infer_chapter(paths))
-    ids = list(exercises)
+    ids = _chosen_exercises(chapter, exercises, paths)
     language = get(ids[0]).language if ids else "en"
     use_devices(ids)
     if not jobs:
