@@ -92,7 +92,16 @@ def test_the_licence_the_citation_and_the_version_agree() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     # An SPDX expression and the file it names (setuptools >= 77, no warning).
     assert project["license"] == "Apache-2.0"
-    assert project["license-files"] == ["LICENSE"]
+    assert project["license-files"] == ["LICENSE", "NOTICE"]
+    notice = (ROOT / "NOTICE").read_text()
+    assert re.search(r"^Copyright \d{4} The JAX course authors$", notice, re.M)
+    assert "Apache License, Version 2.0" in notice and "Chapter 9" in notice
+    # Complete metadata: who, where, what (an index and a packager read these).
+    assert project["authors"] and project["classifiers"] and project["keywords"]
+    assert {"Homepage", "Source", "Issues"} <= set(project["urls"])
+    # Chapter 8's script imports Orbax: an extra names it.
+    assert any(r.startswith("orbax-checkpoint")
+               for r in project["optional-dependencies"]["checkpoint"])
     licence = (ROOT / "LICENSE").read_text()
     assert "Apache License" in licence and "Version 2.0, January 2004" in licence
     assert "END OF TERMS AND CONDITIONS" in licence
