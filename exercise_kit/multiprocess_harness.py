@@ -57,6 +57,7 @@ from exercise_kit.multiprocess_workers import (
     PATIENCE,
     WORKER,
     failure_message,
+    finished_ranks,
     hang_message,
     hung,
     hung_ranks,
@@ -263,6 +264,18 @@ def close_prepared() -> None:
         _PREPARED.popitem()[1].close()
 
 
+def _all_finished(result: Any) -> bool:
+    """Whether every process printed its result before the launch was ended.
+
+    On a busy machine the processes may finish the answer's work and then run
+    out of the launch's time while they exit (JAX's shutdown barrier waits
+    for every partner): an answer whose every process finished is judged on
+    what they printed, never called hung (a right ``run_epoch`` and
+    ``global_batch`` were, at a load of 8).
+    """
+    return result is not None and len(finished_ranks(result)) == result.num_processes
+
+
 def _launch_worker(worker: str, function: Callable, scenarios: Sequence,
                    devices_per_process: int) -> Any:
     """Launch ``worker`` with the learner's ``function`` in LAUNCH_PROCESSES ranks.
@@ -300,9 +313,13 @@ def _launch_worker(worker: str, function: Callable, scenarios: Sequence,
                 args=[scenarios_json, "answer.py", function.__name__, str(PATIENCE)],
             )
     except LaunchTimeoutError as err:
+        if _all_finished(err.result):
+            return err.result
         raise ProcessesOutOfStepError(hang_message(err.result, timeout),
                                       err.result) from None
     except RankFailedError as err:
+        if ranks_saying(err.result, TIMED_OUT) and _all_finished(err.result):
+            return err.result
         if ranks_saying(err.result, TIMED_OUT):
             # A prepared process ran out of its job's time: the same hang.
             message = hang_message(err.result, timeout)

@@ -228,6 +228,12 @@ def hung_ranks(result: Any) -> list[int]:
     return ranks_saying(result, HUNG)
 
 
+def finished_ranks(result: Any) -> list[int]:
+    """Return the processes that printed their result: the answer's work done."""
+    return [rank for rank in range(result.num_processes)
+            if any(line.startswith(RESULT) for line in result.lines(rank))]
+
+
 def hung(result: Any) -> bool:
     """Whether a worker's watchdog ended a process left waiting by a partner."""
     return bool(hung_ranks(result))

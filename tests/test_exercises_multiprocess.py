@@ -287,3 +287,46 @@ def test_a_failure_is_reported_by_the_process_that_left_not_its_partner() -> Non
     # With no error of its own anywhere, the launcher's rank is reported.
     result.stderr[0] = ""
     assert failure_message(error) == f"process 1 failed: {partner}"
+
+
+def _answer(local_data, batch_size, step):  # the launched function's stand-in
+    return step
+
+
+def _timed_out_launch(lines: list[str]):
+    """A launch function that ran out of time after its ranks printed ``lines``."""
+    from jaxcourse.launch import LaunchResult, LaunchTimeoutError
+
+    def launch(*args, **kwargs):
+        result = LaunchResult(command=["python", "worker.py"], num_processes=2,
+                              devices_per_process=1, coordinator="127.0.0.1:1",
+                              returncodes=[None, None], stdout=lines, stderr=["", ""])
+        raise LaunchTimeoutError("did not finish in 10 s", result, running=[0, 1])
+    return launch
+
+
+def test_a_finished_process_is_never_called_hung(monkeypatch) -> None:
+    # At a load of 8, both processes of a right run_epoch printed their
+    # results and were still ending when the launch's time ran out: the Check
+    # said "the processes hung ... process 0 ... finished" (#65).
+    from exercise_kit.multiprocess_workers import RESULT
+
+    def steps(rank: int, n: int) -> str:
+        return "".join(f"scenario 1: step {i} of process {rank} started\n"
+                       for i in range(1, n + 1))
+
+    result_line = RESULT + "[[1.0]]"
+    finished = [steps(rank, 3) + result_line + "\n" for rank in (0, 1)]
+    monkeypatch.setattr(multiprocess_harness, "launcher",
+                        lambda: (_timed_out_launch(finished), "a stand-in"))
+    result = multiprocess_harness._launch_worker("", _answer, [((2, 2), 1)], 1)
+    assert multiprocess_harness.rank_results(result) == [[[1.0]], [[1.0]]]
+    # One process without its result did hang: said so, and which one waited.
+    waiting = [f"{steps(0, 3)}{result_line}\n", steps(1, 2)]
+    monkeypatch.setattr(multiprocess_harness, "launcher",
+                        lambda: (_timed_out_launch(waiting), "a stand-in"))
+    with pytest.raises(multiprocess_harness.ProcessesOutOfStepError,
+                       match=r"hung and were ended .* process 0 called step\(\) 3 "
+                             r"times in scenario 1 and finished; process 1 called "
+                             r"step\(\) 2 times in scenario 1 and was still waiting"):
+        multiprocess_harness._launch_worker("", _answer, [((2, 2), 1)], 1)
