@@ -18,6 +18,10 @@ raw numbers.
   ``--aot FILE`` adds the same programs compiled ahead of time for the same
   chip on a CPU host (:mod:`jaxcourse.slices`), which must agree.
 
+* **The fast step's ladder** (``--ladder FILE``, a file of its own):
+  :mod:`jaxcourse.fast_step`'s rungs, one change at a time, each timed,
+  profiled and its losses kept; stored in ``data/measured/fast_step/``.
+
 * **Activations** (``--activations FILE``, a file of its own): the step's
   gradient compiled by the device's compiler at one and two sequences, per
   remat policy: how much its temporaries grow per token, beside the
@@ -52,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["BATCHES", "MEASURED", "STEP", "installed_versions", "knee", "load", "main",
-           "measured_files", "predicted", "step_config"]
+           "measure_ladder", "measured_files", "predicted", "step_config"]
 
 #: Where the stored measurements live: one ``<device kind>.json`` each.
 MEASURED = Path(__file__).parent / "data" / "measured"
@@ -316,6 +320,56 @@ def aot_step(step: dict[str, Any], policy: str, slice_name: str) -> dict[str, An
         return {"refused": str(error).splitlines()[0]}
 
 
+# --- the fast step's ladder (jaxcourse.fast_step) ------------------------------
+
+def _write_json(path: Path, result: dict[str, Any]) -> None:
+    path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+
+
+def measure_ladder(path: Path, quick: bool = False, only: set[str] | None = None,
+                   steps: int = 8) -> dict[str, Any]:
+    """Measure every rung and extra on the default device; write ``path`` after each.
+
+    A run already in ``path`` (from an earlier call that was cut off) is
+    kept, not measured again; ``only`` measures just the keys named.
+    """
+    import jax
+
+    from jaxcourse.fast_step import (
+        extras,
+        kernel_equality,
+        measure_recipe,
+        model_flops,
+        rungs,
+    )
+
+    result: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) \
+        if path.is_file() else {}
+    device = jax.devices()[0]
+    result.update({"date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d"),
+                   "device_kind": device.device_kind, "platform": device.platform,
+                   "versions": installed_versions(), "quick": quick})
+    result.setdefault("runs", {})
+    if "kernels" not in result and (only is None or "kernels" in only):
+        result["kernels"] = kernel_equality(quick)
+        _write_json(path, result)
+    plan = [(key, {"rung": label}, recipe) for key, label, recipe in rungs(quick)]
+    plan += [(key, {"extra_of": base}, recipe) for key, base, recipe in extras(quick)]
+    for key, about, recipe in plan:
+        if key in result["runs"] or (only is not None and key not in only):
+            continue
+        started = time.perf_counter()
+        row = {**about, "recipe": recipe.as_dict(),
+               "model_flops": model_flops(recipe)["total"],
+               **measure_recipe(recipe, steps)}
+        row["seconds"] = time.perf_counter() - started
+        result["runs"][key] = row
+        _write_json(path, result)
+        print(f"{key}: {row.get('step_seconds', row.get('refused'))}", file=sys.stderr,
+              flush=True)
+    return result
+
+
 # --- the program ---------------------------------------------------------------
 
 def installed_versions(names: Sequence[str] = ("jax", "jaxlib", "libtpu",
@@ -496,6 +550,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--activations", type=Path,
                         help="compile the step per remat policy at two batches on this "
                              "machine's device and write what grows per token here")
+    parser.add_argument("--ladder", type=Path,
+                        help="measure the fast step's ladder (jaxcourse.fast_step) on "
+                             "this machine's device, one change at a time, and write "
+                             "it here (runs already in the file are kept)")
+    parser.add_argument("--only", help="with --ladder: measure only these runs "
+                        "(comma-separated keys)")
     parser.add_argument("--one-step", help=argparse.SUPPRESS)
     parser.add_argument("--kernels", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--step-json", help=argparse.SUPPRESS)
@@ -505,6 +565,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.one_step:
         print(json.dumps(measure_step(json.loads(args.step_json), args.one_step)))
+        return 0
+    if args.ladder:
+        only = set(args.only.split(",")) if args.only else None
+        measure_ladder(args.ladder, quick=args.quick, only=only)
+        print(f"wrote {args.ladder}", file=sys.stderr)
         return 0
     if args.activations:
         step = _QUICK_STEP if args.quick else STEP

@@ -143,7 +143,8 @@ def attention(x: jax.Array, layer: Params, cfg: Config) -> jax.Array:
     k = checkpoint_name(x @ layer["wk"], "k").reshape(b, t, -1, h)
     v = checkpoint_name(x @ layer["wv"], "v").reshape(b, t, -1, h)
     q, k = rope(q, cfg.rope_theta), rope(k, cfg.rope_theta)
-    out = attend(q, k, v, cfg.attention, cfg.attention_block)
+    with jax.named_scope("scores"):
+        out = attend(q, k, v, cfg.attention, cfg.attention_block)
     return checkpoint_name(out, "attn_out") @ layer["wo"]
 
 
@@ -159,10 +160,15 @@ def block(x: jax.Array, layer: Params, cfg: Config, hooks: Hooks = PLAIN
           ) -> jax.Array:
     """One pre-norm block: ``x + attention(norm(x))``, then ``+ mlp(norm(·))``."""
     layer = hooks.use(layer)
-    normed = hooks.enter(rms_norm(x, layer["attn_norm"], cfg.norm_eps))
-    x = x + hooks.leave(attention(normed, layer, cfg))
-    normed = hooks.enter(rms_norm(x, layer["mlp_norm"], cfg.norm_eps))
-    return x + hooks.leave(mlp(normed, layer))
+    # The scopes name each part in the compiled program's metadata, so that a
+    # profile of the step can say which part each operation belongs to
+    # (jaxcourse.profile); they change nothing that is computed.
+    with jax.named_scope("attention"):
+        normed = hooks.enter(rms_norm(x, layer["attn_norm"], cfg.norm_eps))
+        x = x + hooks.leave(attention(normed, layer, cfg))
+    with jax.named_scope("mlp"):
+        normed = hooks.enter(rms_norm(x, layer["mlp_norm"], cfg.norm_eps))
+        return x + hooks.leave(mlp(normed, layer))
 
 
 def blocks(layers: Params, x: jax.Array, cfg: Config, hooks: Hooks = PLAIN,
@@ -223,6 +229,13 @@ def loss(params: Params, inputs: jax.Array, targets: jax.Array, cfg: Config,
         If the sequence does not split into chunks of ``chunk``.
     """
     x, unembed = _final(params, inputs, cfg, hooks, remat, unroll)
+    with jax.named_scope("vocab"):
+        return _vocab_loss(x, unembed, targets, hooks, chunk)
+
+
+def _vocab_loss(x: jax.Array, unembed: jax.Array, targets: jax.Array, hooks: Hooks,
+                chunk: int) -> jax.Array:
+    """Return :func:`loss` from the last hidden states (the output layer onward)."""
     # Sequence parallelism with a split vocabulary gathers the sequence here:
     # every device then scores every position, for its slice of the words.
     x, targets = hooks.head(x), hooks.head(targets)
