@@ -94,8 +94,9 @@ release: self  ## a class release: make release DIR=<folder> [CHAPTERS="03_bayes
 	@test -n "$(DIR)" || { echo 'usage: make release DIR=<folder> [CHAPTERS="03_bayes 06_scaling"] [SOLUTIONS_AFTER=YYYY-MM-DD]' >&2; exit 2; }
 	$(PY) -m jaxcourse.exercises.release "$(DIR)" $(if $(CHAPTERS),--chapters $(CHAPTERS)) $(if $(SOLUTIONS_AFTER),--solutions-after $(SOLUTIONS_AFTER))
 
-bench: self  ## training-loop speed as ratios to the device-resident limit
+bench: self  ## training-loop speed as ratios to the device-resident limit; the fast step's MFU
 	$(PY) benchmarks/loops.py
+	$(PY) benchmarks/fast_step.py
 
 clean:  ## remove the built book (_build)
 	rm -rf _build

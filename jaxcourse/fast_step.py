@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import statistics
 import time
 from collections.abc import Callable
@@ -32,10 +33,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EXTRAS", "LADDER", "STORED", "TODAY", "Recipe", "adam_in",
+__all__ = ["EXTRAS", "LADDER", "MAXTEXT_V5E", "STORED", "TODAY", "Recipe", "adam_in",
            "bf16_target_logp", "extras", "kernel_equality", "load_ladder",
-           "make_fast_step", "measure_recipe", "mfu", "model_flops", "run_parts",
-           "rungs"]
+           "make_fast_step", "measure_recipe", "mfu", "model_flops", "moved",
+           "refusal_bytes",
+           "run_parts", "rungs", "scope_seconds"]
 
 #: Where the ladder measured on a TPU v5e is stored.
 STORED = Path(__file__).parent / "data" / "measured" / "fast_step" / "tpu_v5e.json"
@@ -170,6 +172,11 @@ EXTRAS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("wide-1", "wide", {"batch": 1}),
     ("wide-1-today", "wide", {"batch": 1, **_SLOW}),
 )
+
+#: MaxText's published MFU on TPU v5e, one v5e-256 pod slice, by model size
+#: (``configs/v5e/README.md`` of AI-Hypercomputer/maxtext, read at commit
+#: 0ed7bd5): its own dense configurations, FSDP over 256 chips.
+MAXTEXT_V5E = {"16B": 0.6110, "32B": 0.6686, "64B": 0.5990, "128B": 0.5606}
 
 #: Every shape shrunk for a CPU (``--quick``): the program runs, nothing else.
 _QUICK = {"d_model": 64, "layers": 2, "heads": 2, "kv_heads": 1, "hidden": 224,
@@ -438,6 +445,46 @@ def run_parts(row: dict[str, Any]) -> dict[str, float]:
     for name, (ns, _count, opcode, op_name) in row["ops"].items():
         seconds[part_of(name, opcode, op_name)] += ns / 1e9 / row["profiled_steps"]
     return seconds
+
+
+def refusal_bytes(refused: str) -> tuple[float, float]:
+    """Return the bytes a refused compile needed and the bytes the chip has.
+
+    From libtpu's words ("... HLO temporaries (16.46G) exceeds available HBM
+    (15.75G)", in GiB).
+    """
+    found = re.search(r"\(([\d.]+)G\) exceeds available HBM \(([\d.]+)G\)", refused)
+    if found is None:
+        raise ValueError(f"not a refusal for memory: {refused!r}")
+    return float(found.group(1)) * 2**30, float(found.group(2)) * 2**30
+
+
+def scope_seconds(row: dict[str, Any], scope: str) -> float:
+    """Return a stored run's seconds per step in the operations of one named scope.
+
+    The operations kept in the file whose ``op_name`` holds ``/scope/`` (e.g.
+    ``"scores"``, attention's own scope inside ``attention``).
+    """
+    ns = sum(ns for ns, _count, _opcode, op_name in row["ops"].values()
+             if f"/{scope}/" in op_name)
+    return ns / 1e9 / row["profiled_steps"]
+
+
+def moved(before: dict[str, Any], after: dict[str, Any], most: int = 2) -> str:
+    """Say which parts of the profile moved most from one run to the next.
+
+    In microseconds per token, so that steps of different sizes compare:
+    e.g. ``"attention -12.0, vocab +0.4 µs/token"``.
+    """
+    def per_token(row: dict[str, Any]) -> dict[str, float]:
+        tokens = Recipe.from_dict(row["recipe"]).tokens
+        return {part: seconds / tokens * 1e6 for part, seconds in row["parts"].items()}
+
+    a, b = per_token(before), per_token(after)
+    changes = sorted(((b[part] - a[part], part) for part in a),
+                     key=lambda change: -abs(change[0]))
+    shown = ", ".join(f"{part} {delta:+.1f}" for delta, part in changes[:most])
+    return f"{shown} µs/token"
 
 
 def kernel_equality(quick: bool = False) -> dict[str, Any]:

@@ -55,7 +55,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BATCHES", "MEASURED", "STEP", "installed_versions", "knee", "load", "main",
+__all__ = ["BATCHES", "MEASURED", "STEP", "hardware_of", "installed_versions", "knee",
+           "load", "main",
            "measure_ladder", "measured_files", "predicted", "step_config"]
 
 #: Where the stored measurements live: one ``<device kind>.json`` each.
@@ -87,8 +88,12 @@ def step_config(step: dict[str, Any]) -> Any:
                   f"{step['layers']} layers")
 
 
-def _hardware(kind: str) -> Any:
-    """Return the course's figures for a device kind (``TPU v5 lite`` is the v5e)."""
+def hardware_of(kind: str) -> Any:
+    """Return the course's figures for a device kind (``TPU v5 lite`` is the v5e).
+
+    ``None`` for a kind the course's table (:data:`jaxcourse.scaling.HARDWARE`)
+    does not hold.
+    """
     from jaxcourse.scaling import HARDWARE
 
     names = {"TPU v5 lite": "TPU v5e", "TPU v5": "TPU v5p", "TPU v5e": "TPU v5e"}
@@ -137,7 +142,7 @@ def predicted(kind: str, batches: Sequence[int], width: int,
 
     from jaxcourse import transformer
 
-    hw = _hardware(kind)
+    hw = hardware_of(kind)
     out: dict[str, Any] = {"hardware": None, "matmul": [], "knee": None, "step": {}}
     if hw is None:
         return out
@@ -322,10 +327,6 @@ def aot_step(step: dict[str, Any], policy: str, slice_name: str) -> dict[str, An
 
 # --- the fast step's ladder (jaxcourse.fast_step) ------------------------------
 
-def _write_json(path: Path, result: dict[str, Any]) -> None:
-    path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-
-
 def measure_ladder(path: Path, quick: bool = False, only: set[str] | None = None,
                    steps: int = 8) -> dict[str, Any]:
     """Measure every rung and extra on the default device; write ``path`` after each.
@@ -335,13 +336,7 @@ def measure_ladder(path: Path, quick: bool = False, only: set[str] | None = None
     """
     import jax
 
-    from jaxcourse.fast_step import (
-        extras,
-        kernel_equality,
-        measure_recipe,
-        model_flops,
-        rungs,
-    )
+    from jaxcourse import fast_step as fs
 
     result: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) \
         if path.is_file() else {}
@@ -351,20 +346,20 @@ def measure_ladder(path: Path, quick: bool = False, only: set[str] | None = None
                    "versions": installed_versions(), "quick": quick})
     result.setdefault("runs", {})
     if "kernels" not in result and (only is None or "kernels" in only):
-        result["kernels"] = kernel_equality(quick)
-        _write_json(path, result)
-    plan = [(key, {"rung": label}, recipe) for key, label, recipe in rungs(quick)]
-    plan += [(key, {"extra_of": base}, recipe) for key, base, recipe in extras(quick)]
+        result["kernels"] = fs.kernel_equality(quick)
+        path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    plan = [(key, {"rung": label}, r) for key, label, r in fs.rungs(quick)]
+    plan += [(key, {"extra_of": base}, r) for key, base, r in fs.extras(quick)]
     for key, about, recipe in plan:
         if key in result["runs"] or (only is not None and key not in only):
             continue
         started = time.perf_counter()
         row = {**about, "recipe": recipe.as_dict(),
-               "model_flops": model_flops(recipe)["total"],
-               **measure_recipe(recipe, steps)}
+               "model_flops": fs.model_flops(recipe)["total"],
+               **fs.measure_recipe(recipe, steps)}
         row["seconds"] = time.perf_counter() - started
         result["runs"][key] = row
-        _write_json(path, result)
+        path.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
         print(f"{key}: {row.get('step_seconds', row.get('refused'))}", file=sys.stderr,
               flush=True)
     return result

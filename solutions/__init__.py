@@ -43,4 +43,6 @@ TOPICS: tuple[Topic, ...] = (
           "solutions/09_dp_zh_exercises.ipynb", "zh-Hant", 8),
     Topic("dp_zh_hans", "solutions.dp_zh", "book/09_dp_zh_hans.ipynb",
           "solutions/09_dp_zh_hans_exercises.ipynb", "zh-Hans", 8),
+    Topic("fast_step", "solutions.fast_step", "book/10_fast_step.ipynb",
+          "solutions/10_fast_step_exercises.ipynb"),
 )

@@ -234,3 +234,67 @@ def test_the_splash_kernel_agrees_with_the_plain_form_on_the_chip():
     for form in ("plain", "chunked", "splash", "xla"):
         assert kernels[form]["output"] < 2.0 ** -7, form
         assert kernels[form]["grads"] < 2.0 ** -7, form
+
+
+def test_the_benchmark_prints_the_mfu_beside_maxtexts():
+    root = fast_step.STORED.parents[4]
+    done = subprocess.run([sys.executable, "benchmarks/fast_step.py"],
+                          capture_output=True, text=True, timeout=300, cwd=root)
+    assert done.returncode == 0, done.stderr[-2000:]
+    wide = next(line for line in done.stdout.splitlines() if line.startswith("wide"))
+    ratios = [float(v) for v in wide.split()[3:]]
+    published = list(fast_step.MAXTEXT_V5E.values())
+    assert ratios == [round(_mfu("wide") / p, 2) for p in published]
+
+
+def test_a_refusal_is_read_in_gib_and_anything_else_is_refused():
+    needed, available = fast_step.refusal_bytes(RUNS["wide-today"]["refused"])
+    assert needed > available == 15.75 * 2**30
+    with pytest.raises(ValueError, match="not a refusal for memory"):
+        fast_step.refusal_bytes("INTERNAL: something else")
+
+
+def test_what_moved_names_the_largest_changes_per_token():
+    said = fast_step.moved(RUNS["today"], RUNS["splash"])
+    assert said.startswith("attention -") and said.endswith("µs/token")
+    # The scores' own operations are most of today's attention.
+    scores = fast_step.scope_seconds(RUNS["today"], "scores")
+    assert 0.8 * RUNS["today"]["parts"]["attention"] < scores
+    assert scores < RUNS["today"]["parts"]["attention"]
+
+
+# --- the chapter's explorer ---------------------------------------------------------
+
+@pytest.mark.parametrize("language", ["en", "zh-Hans", "zh-Hant"])
+def test_the_explorer_compares_two_runs_part_by_part(language):
+    from jaxcourse.exercises.widgets.explorers_fast_step import describe
+
+    text = describe("today", "splash", language).splitlines()
+    assert len(text) == 4 + len(PARTS) + 1
+    rows = {line.split()[0]: [float(v) for v in line.split()[1:]] for line in text[4:]}
+    today = RUNS["today"]["parts"]["attention"] / 2048 * 1e6
+    splash = RUNS["splash"]["parts"]["attention"] / 2048 * 1e6
+    assert rows["attention"] == pytest.approx([today, splash, splash - today], abs=0.06)
+    assert rows["Σ"][0] == pytest.approx(sum(r[0] for k, r in rows.items() if k != "Σ"),
+                                         abs=0.3)
+    assert "22.6%" in text[1] and "29.3%" in text[2]
+
+
+def test_the_explorer_says_what_a_refused_run_needed_and_names_the_runs():
+    from jaxcourse.exercises.widgets.explorers_fast_step import describe, draw
+
+    text = describe("wide", "wide-today")
+    assert "16.62 GiB" in text and "15.75 GiB" in text and "Σ" not in text
+    unknown = describe("today", "fastest")
+    assert "fastest" in unknown and "wide-1-today" in unknown
+    assert draw("today", "fastest") is None
+
+
+def test_the_explorer_redraws_when_a_run_is_chosen():
+    from jaxcourse.exercises.widgets.explorers_fast_step import StepExplorer
+
+    explorer = StepExplorer(before="today", after="splash")
+    first = explorer.summary_text
+    explorer.after.value = "wide"
+    assert explorer.summary_text != first and "wide:" in explorer.summary_text
+    assert explorer.drawing.value  # a PNG was drawn

@@ -58,11 +58,12 @@ def test_every_exercise_has_stored_outputs(exercise_id):
 def test_stores_stay_small():
     # Each named mistake is stored on every case, its 24 random calls
     # included: issue #51's tables (about 75 mistakes more in chapters 6-8)
-    # took the stores from 2.0 to 2.3 MiB. 3 MiB leaves room, and still
-    # catches an output that should be left to compute live (MAX_STORED).
+    # took the stores from 2.0 to 2.3 MiB, and chapter 10's three exercises
+    # (#64) to 3.1. 3.5 MiB leaves room, and still catches an output that
+    # should be left to compute live (MAX_STORED).
     paths = [store_path(f) for f, _ in references_writer.module_files().values()]
     total = sum(p.stat().st_size for p in paths)
-    assert total < 3 * 1024 * 1024, f"the stores take {total} bytes"
+    assert total < 3.5 * 1024 * 1024, f"the stores take {total} bytes"
 
 
 def test_an_edition_is_stored_once_beside_its_twin():

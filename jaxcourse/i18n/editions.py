@@ -421,9 +421,12 @@ def _toc_block_from(files: dict[str, str], root: Path) -> str:
             if kind == "chapter":
                 index = Path(edition_path("book/index.md", language)).with_suffix("")
                 lines.append(f"      - file: {index}\n")
-            for number, topic in enumerate(english, start=1):
+            for topic in english:
                 master = {"chapter": topic.chapter, "worked": topic.exercises,
                           "student": topic.student}[kind]
+                # A chapter's number is its file's ("10_fast_step"), not its
+                # place among the English ones: chapter 9 is Chinese.
+                number = int(Path(topic.chapter).stem.split("_")[0])
                 path = edition_path(master, language)
                 nb = nbformat.reads(files[path], as_version=4)
                 # The sidebar shows a title as plain text: no code marks.

@@ -164,6 +164,10 @@ def prose_of(text: str) -> str:
     return _CODE.sub(" ", text)
 
 
+#: How a shown solution's source starts (a table's key is the English text).
+_SOURCES = ("def ", "class ", "@", "import ", "from ")
+
+
 def _code_prose(source: str) -> list[str]:
     found = []
     for tok in code_tokens(source):
@@ -241,7 +245,12 @@ def edition_texts(root: Path = ROOT) -> dict[str, list[tuple[str, str]]]:
         for table in sorted(tables):
             for english, text in json.loads(table.read_text(encoding="utf-8")).items():
                 where = f"{table.parent.name}/{table.name}: {english[:30]!r}"
-                texts[language].append((where, prose_of(text)))
+                if english.startswith(_SOURCES):
+                    # A shown solution's source, its comments translated: its
+                    # names and docstrings are code, as in a code cell.
+                    texts[language].extend((where, t) for t in _code_prose(text))
+                else:
+                    texts[language].append((where, prose_of(text)))
         # A chapter written in Chinese (chapter 9) holds its exercises' texts
         # (hints, named mistakes, cases) in its own module, not in a table.
         for topic in course.topics():

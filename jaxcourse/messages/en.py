@@ -495,4 +495,17 @@ TEXTS: dict[str, str] = {
                                      "the compiled program {compiled} (XLA).",
     "chart_time_summary": "Bar chart of the time per step: {compute} of computing and "
                           "{comm} of communicating, {step} in all (roofline).",
+    # Chapter 10's step explorer.
+    "step_before": "from",
+    "step_after": "to",
+    "step_source": "{kind}, measured {date} (JAX {jax}, libtpu {libtpu}).",
+    "step_run": "{key}: {ms:.1f} ms a step of {tokens:,} tokens, MFU {mfu:.1%} "
+    "(MaxText's count).",
+    "step_refused": "{key}: refused by the compiler: its temporaries need "
+    "{needed:.2f} GiB, the chip has {available:.2f} GiB.",
+    "step_parts_head": "µs per token, part by part: {before}, {after}, the change.",
+    "step_axis": "µs per token (the chip's trace, by part)",
+    "step_unknown": "No stored run is called {key}; the runs are: {known}.",
+    "step_text": "Step explorer: choose two runs measured on the chip; each is drawn "
+    "as µs per token by part, with its step time and MFU.",
 }

@@ -426,4 +426,17 @@ TEXTS: dict[str, str] = {
                                      "（XLA）。",
     "chart_time_summary": "每一步时间的长条图：计算 {compute}，通信 {comm}，"
                           "一步共 {step}（屋顶线）。",
+    # 第 10 章的训练步探索器。
+    "step_before": "从",
+    "step_after": "到",
+    "step_source": "{kind}，测于 {date}（JAX {jax}，libtpu {libtpu}）。",
+    "step_run": "{key}：每步 {ms:.1f} ms，{tokens:,} 个词元，MFU {mfu:.1%}"
+    "（按 MaxText 的方式计算）。",
+    "step_refused": "{key}：被编译器拒绝：它的暂存内存需要 {needed:.2f} GiB，"
+    "芯片只有 {available:.2f} GiB。",
+    "step_parts_head": "每个词元的微秒数，按部分：{before}、{after}、变化。",
+    "step_axis": "每个词元的微秒数（芯片的追踪记录，按部分）",
+    "step_unknown": "没有名为 {key} 的已存运行；已有的运行：{known}。",
+    "step_text": "训练步探索器：选择两次在芯片上测得的运行；每次都按部分画出每个词元的"
+    "微秒数，并给出训练步时间与 MFU。",
 }

@@ -420,4 +420,17 @@ TEXTS: dict[str, str] = {
                                      "（XLA）。",
     "chart_time_summary": "每一步時間的長條圖：計算 {compute}，通訊 {comm}，"
                           "一步共 {step}（屋頂線）。",
+    # 第 10 章的訓練步探索器。
+    "step_before": "從",
+    "step_after": "到",
+    "step_source": "{kind}，測於 {date}（JAX {jax}，libtpu {libtpu}）。",
+    "step_run": "{key}：每步 {ms:.1f} ms，{tokens:,} 個詞元，MFU {mfu:.1%}"
+    "（按 MaxText 的方式計算）。",
+    "step_refused": "{key}：被編譯器拒絕：它的暫存記憶體需要 {needed:.2f} GiB，"
+    "晶片只有 {available:.2f} GiB。",
+    "step_parts_head": "每個詞元的微秒數，按部分：{before}、{after}、變化。",
+    "step_axis": "每個詞元的微秒數（晶片的追蹤記錄，按部分）",
+    "step_unknown": "沒有名為 {key} 的已存執行；已有的執行：{known}。",
+    "step_text": "訓練步探索器：選擇兩次在晶片上測得的執行；每次都按部分畫出每個詞元的"
+    "微秒數，並給出訓練步時間與 MFU。",
 }
