@@ -36,7 +36,8 @@ from typing import Any, NamedTuple
 from jaxcourse import CourseError
 
 __all__ = ["ALLOW_ENV", "LIBTPU_ENV", "LIBTPU_VERSION", "SLICES", "Slice", "SliceError",
-           "compile_for_chip", "libtpu_path", "slice_devices", "slice_mesh"]
+           "compile_for_chip", "libtpu_path", "libtpu_version", "slice_devices",
+           "slice_mesh"]
 
 #: The libtpu that JAX 0.10.2's ``jax[tpu]`` extra names (``requirements.txt``
 #: pins the same; a test keeps the two equal).
@@ -148,6 +149,26 @@ def libtpu_path() -> str | None:
     from jax._src.cloud_tpu_init import get_tpu_library_path
 
     return get_tpu_library_path()
+
+
+def libtpu_version() -> str | None:
+    """Return the version of the libtpu :func:`libtpu_path` finds, if known.
+
+    The course's own copy is :data:`LIBTPU_VERSION`; JAX's is the installed
+    ``libtpu`` distribution's. One named by ``JAX_COURSE_LIBTPU`` carries no
+    version a program can read: ``None``, as where there is no libtpu.
+    """
+    import importlib.metadata as md
+
+    path = libtpu_path()
+    if path is None or os.environ.get(LIBTPU_ENV):
+        return None
+    if path == str(_course_libtpu()):
+        return LIBTPU_VERSION
+    try:
+        return md.version("libtpu")
+    except md.PackageNotFoundError:
+        return None
 
 
 @contextlib.contextmanager

@@ -188,6 +188,31 @@ def test_an_over_memory_choice_is_flagged_in_every_language() -> None:
         tfx.transformer_report("LLaMA-3 8B", "H100 SXM", 1, "3×1")
 
 
+def test_the_attention_form_sets_the_scores_in_hbm_and_nothing_else() -> None:
+    # 8B on 16 v5p chips, 4-way TP: 4 sequences a device of 8,192 tokens.
+    args = ("LLaMA-3 8B", "TPU v5p", 4, "4×4", "mixed", "full", 1, 16, 8192)
+    reports = {form: tfx.transformer_report(*args, attention=form)
+               for form in tfx.ATTENTIONS}
+    heads = transformer.LLAMA3_8B.heads // 4
+    assert reports["plain"]["scores"] == 4 * heads * 8192 * 8192 * 4
+    assert reports["chunked"]["scores"] == 4 * heads * 1024 * 8192 * 4
+    assert reports["splash"]["scores"] == 0          # its tiles stay on chip
+    for form, report in reports.items():
+        assert f"attention {form}" in report["html"]
+        # Only the scores differ: the state, residuals and traffic do not.
+        for key in ("step_state", "gathered", "activations", "sent"):
+            assert report[key] == reports["plain"][key], (form, key)
+        assert report["memory"] == reports["plain"]["memory"] - (
+            reports["plain"]["scores"] - report["scores"])
+    assert reports["splash"]["why"] == "splash"
+    assert "splash kernel is compiled for a TPU" in reports["splash"]["html"]
+    with pytest.raises(ValueError, match="unknown attention 'flash'"):
+        tfx.transformer_report(*args, attention="flash")
+    explorer = tfx.transformer_explorer(seq=2048, run=False)
+    explorer.attention.value = "splash"       # as a learner would: the table follows
+    assert explorer.report["scores"] == 0 and "attention splash" in explorer.choice()
+
+
 def test_the_widget_recomputes_when_a_control_changes() -> None:
     explorer = tfx.transformer_explorer(seq=2048)
     first = explorer.report

@@ -32,6 +32,22 @@ def test_every_run_is_stored_with_todays_plan_and_the_compilers_versions():
         assert ("memory" in row) != ("refused" in row), run.name
 
 
+def test_every_plan_holds_within_a_quarter_and_predicts_every_refusal():
+    # The plan counts the attention in use: the splash kernel's runs and the
+    # chapter's own attention's alike. An accepted run's peak is within 1.25
+    # times its plan, either way; a refused run's plan is over the chip's HBM.
+    rows = slice_plans.verdicts(slice_plans.load())
+    forms = {slice_plans.Run(**slice_plans.load()["runs"][row.name]["run"]).attention
+             for row in rows}
+    assert forms == {"splash", "plain"}
+    for row in rows:
+        if row.refused:
+            assert row.plan > row.usable, row.name
+        else:
+            assert 1 / 1.25 <= row.compiled / row.plan <= 1.25, row.name
+            assert row.plan <= row.usable, row.name
+
+
 def test_a_refusal_is_read_as_the_compiler_said_it():
     said = ("RESOURCE_EXHAUSTED: Ran out of memory on HBM, the total memory required "
             "for HLO temporaries (18.85G) exceeds available HBM (15.75G).")
@@ -55,7 +71,35 @@ def test_the_plan_is_the_chapters_formula():
     head = 10 * cfg.d_model + 4 * cfg.vocab + 20
     blocks = cfg.layers * cfg.d_model * 2
     assert plan["activations"] == (blocks + head) * 8192
-    assert plan["total"] == plan["state"] + plan["step"] + plan["activations"]
+    # FSDP gathers, in bfloat16, the embedding, the output layer and the
+    # final norm whole, and one block's weights at a time (its two norms too).
+    parts = transformer.param_parts(cfg)
+    one_block = (parts["attention"] + parts["mlp"]) // cfg.layers + 2 * cfg.d_model
+    assert plan["gathered"] == 2 * (2 * cfg.vocab * cfg.d_model + cfg.d_model
+                                    + one_block)
+    # The chapter's attention writes each head's whole float32 scores.
+    assert plan["attention"] == cfg.heads * 8192 * 8192 * 4
+    assert plan["outputs"] == 0      # the state donated, as a training loop does
+    assert plan["total"] == sum(plan[k] for k in ("state", "step", "gathered",
+                                                  "activations", "attention"))
+    kept = transformer.memory_plan(cfg, "FSDP", 8, 1, 8192, donate=False)
+    assert kept["outputs"] == state and kept["total"] == plan["total"] + state
+    # The splash kernel's tiles stay on chip; a chunk of queries is in HBM.
+    splash = transformer.memory_plan(cfg.with_attention("splash"), "FSDP", 8, 1, 8192)
+    assert splash["attention"] == 0
+    assert splash["total"] == plan["total"] - plan["attention"]
+    chunked = transformer.memory_plan(cfg.with_attention("chunked", 2048), "FSDP", 8, 1,
+                                      8192, sequences=3)
+    assert chunked["attention"] == 3 * cfg.heads * 2048 * 8192 * 4
+    # Under tensor parallelism a device gathers its slice of the vocabulary
+    # and of each block, and holds its heads' scores.
+    both = transformer.memory_plan(cfg, "FSDP + TP", 4, 4, 8192)
+    block_weights = (parts["attention"] + parts["mlp"]) // cfg.layers
+    assert both["gathered"] == 2 * (2 * cfg.vocab * cfg.d_model // 4 + cfg.d_model
+                                    + block_weights // 4 + 2 * cfg.d_model)
+    assert both["attention"] == plan["attention"] // 4
+    # Nothing is gathered without FSDP.
+    assert transformer.memory_plan(cfg, "TP", 1, 8, 8192)["gathered"] == 0
     # Sequence parallelism splits the blocks' residuals over "model"; in the
     # head, the split vocabulary its log-softmax (4 vocab / 8) and the split
     # sequence the final norm's float32 part ((8 d + 8) / 8); the output

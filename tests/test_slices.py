@@ -41,9 +41,25 @@ def test_an_unknown_slice_is_named_with_the_known_ones():
 
 def test_no_libtpu_says_what_to_do(monkeypatch, tmp_path):
     monkeypatch.setenv(slices.LIBTPU_ENV, str(tmp_path / "nowhere"))
-    assert slices.libtpu_path() is None
+    assert slices.libtpu_path() is None and slices.libtpu_version() is None
     with pytest.raises(slices.SliceError, match="make setup"):
         slices.slice_devices("v5e 2x4")
+
+
+def test_the_course_libtpu_is_stored_with_its_version(monkeypatch, tmp_path):
+    # The course's unpacked copy is no installed distribution: its version is
+    # the pin it was unpacked from, which the stored compiles carry.
+    monkeypatch.delenv(slices.LIBTPU_ENV, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    copy = tmp_path / ".jax-course" / "libtpu" / slices.LIBTPU_VERSION / "libtpu"
+    copy.mkdir(parents=True)
+    (copy / "libtpu.so").write_bytes(b"")
+    assert slices.libtpu_path() == str(copy / "libtpu.so")
+    assert slices.libtpu_version() == slices.LIBTPU_VERSION
+    # Named by hand, a libtpu has no version a program can read.
+    monkeypatch.setenv(slices.LIBTPU_ENV, str(copy))
+    assert slices.libtpu_path() == str(copy / "libtpu.so")
+    assert slices.libtpu_version() is None
 
 
 def test_every_slice_has_its_chip_count_and_memory():

@@ -48,10 +48,13 @@ def _holds(matched: list[tm.Matched]) -> dict[str, dict[str, float]]:
         assert m.found_bytes == pytest.approx(twice * padded * once, rel=1e-12), m
     sums = tm.axis_bytes(matched)
     for axes, row in sums.items():
-        # Remat sends the prediction at most once more; padding adds its
-        # share (33/32 where it pads), the collective-permutes theirs.
+        # Remat gathers again what the forward pass gathered, at most half
+        # the prediction (each gather has its reduce-scatter); an all-reduce
+        # standing in for a gather or a scatter sends twice the ring's bytes
+        # (70B's FSDP over 64 v5p chips does it for every one); padding adds
+        # its share (33/32 where it pads), the collective-permutes theirs.
         extra = row.get(tm.REALIGNED, 0.0) + row.get(tm.PADDED, 0.0)
-        assert row["predicted"] <= row["found"] <= 2.1 * row["predicted"] + extra, axes
+        assert row["predicted"] <= row["found"] <= 3 * row["predicted"] + extra, axes
     return sums
 
 
@@ -349,3 +352,25 @@ def test_rows_that_fill_no_tile_are_scattered_padded_and_set_right():
     padded = [m.found for m in matched if m.reason == tm.PADDED]
     assert [(c.nbytes, c.moved) for c in padded] == [(96 * 32 * 2, 128 * 32 * 2)]
     assert sum(m.reason == tm.REALIGNED for m in matched) >= 1
+
+
+@needs_libtpu
+@pytest.mark.parametrize("layout, mesh", [("FSDP", (8, 1)), ("FSDP + TP", (4, 2))])
+def test_a_step_with_the_splash_kernel_is_read_whole(layout, mesh):
+    # The kernel's custom call prints its backend_config over several lines,
+    # one starting with "}}": read as the end of the loop's body, it hid
+    # every collective after the kernel (the blocks' reduce-scatters).
+    cfg = transformer.Config(vocab=256, d_model=256, layers=2, heads=2, kv_heads=2,
+                             hidden=128).with_attention("splash")
+    data, model = mesh
+    compiled = transformer.compile_step(cfg, layout, data, model, data, 128,
+                                        devices=slices.slice_devices("v5e 2x4"),
+                                        donate=True)
+    text = compiled.as_text()
+    assert any(line.startswith("}}") for line in text.splitlines())
+    found = tc.tpu_collectives(compiled, mesh)
+    _holds(tm.match_prediction(found, transformer.predicted_collectives(
+        cfg, layout, data, 128, data, model, itemsize=2), data, model))
+    if layout == "FSDP":
+        # Each block weight's gradient is reduce-scattered in the loop's body.
+        assert sum(c.kind == "reduce-scatter" and c.in_loop for c in found) >= 7

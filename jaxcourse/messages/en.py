@@ -403,6 +403,7 @@ TEXTS: dict[str, str] = {
     "tfx_precision": "precision",
     "tfx_remat": "remat policy",
     "tfx_micro": "micro-batches",
+    "tfx_attention": "attention",
     "tfx_params": "parameters",
     "tfx_cluster": "cluster",
     "tfx_cluster_line": "{chips} × {chip}: {nodes} node(s) of {per}; mesh "
@@ -414,7 +415,7 @@ TEXTS: dict[str, str] = {
                        "{micro})",
     "tfx_activations_line": "{kept} kept for the backward pass ({per_token} a token × "
                             "{tokens} tokens) + {scores} of one block's attention "
-                            "scores (float32)",
+                            "scores (float32) in HBM, attention {attention}",
     "tfx_gathered": "weights gathered by FSDP during the step",
     "tfx_gathered_line": "{gathered} ({dtype}: the embedding and the output layer "
                          "whole, and one block's weights)",
@@ -455,15 +456,21 @@ TEXTS: dict[str, str] = {
                                 "devices (call use_cpu_devices({chips}) first).",
     "tfx_not_compiled_micro": "Not compiled: transformer.compile_step compiles one "
                               "micro-batch; choose 1 micro-batch to compile.",
+    "tfx_not_compiled_splash": "Not compiled: the splash kernel is compiled for a "
+                               "TPU; on the simulated CPU devices Pallas would "
+                               "interpret it, far too slowly. Its scores stay in the "
+                               "chip's on-chip memory: none in HBM.",
     "tfx_invalid_batch": "A global batch of {batch} sequences does not split over "
                          "{data} FSDP devices × {micro} micro-batches: choose a "
                          "larger batch, fewer micro-batches or a smaller mesh.",
     "tfx_text": "Transformer explorer: choose a LLaMA-3-shaped config, a cluster, a "
-                "mesh, a precision, a remat policy and micro-batches; see the memory "
+                "mesh, a precision, a remat policy, micro-batches and attention's "
+                "form; see the memory "
                 "per device against the chip's, the bytes sent and the roofline's "
                 "step time.",
     "tfx_choice": "{config}, {nodes} × {chip}, mesh {mesh}, {precision}, remat "
-                  "{remat}, {micro} micro-batches, {batch} × {seq} tokens",
+                  "{remat}, {micro} micro-batches, {batch} × {seq} tokens, "
+                  "attention {attention}",
     "tfx_busy": "Computing for {choice}… The greyed numbers are still the previous "
                 "choice's.",
     # The explorers' charts (jaxcourse.exercises.widgets.explorer_charts). Each text of

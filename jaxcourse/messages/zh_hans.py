@@ -346,6 +346,7 @@ TEXTS: dict[str, str] = {
     "tfx_precision": "精度",
     "tfx_remat": "重计算（remat）策略",
     "tfx_micro": "微批次数",
+    "tfx_attention": "注意力",
     "tfx_params": "参数",
     "tfx_cluster": "集群",
     "tfx_cluster_line": "{chips} 个 {chip}：{nodes} 个节点，每个 {per} 个；网格 {data}"
@@ -355,7 +356,8 @@ TEXTS: dict[str, str] = {
                       "梯度）",
     "tfx_activations": "每个设备的激活值（remat {remat}，微批次数：{micro}）",
     "tfx_activations_line": "为反向传播保留 {kept}（每个词元 {per_token} × {tokens}"
-                            " 个词元）+ 一个块的注意力分数 {scores}（float32）",
+                            " 个词元）+ 一个块在 HBM 中的注意力分数 {scores}"
+                            "（float32），注意力形式 {attention}",
     "tfx_gathered": "一步之中 FSDP 收集的权重",
     "tfx_gathered_line": "{gathered}（{dtype}：完整的嵌入层与输出层，加上一个块的"
                          "权重）",
@@ -392,13 +394,18 @@ TEXTS: dict[str, str] = {
                                 "（请先调用 use_cpu_devices({chips})）。",
     "tfx_not_compiled_micro": "没有编译：transformer.compile_step 只编译一个微批次；"
                               "选 1 个微批次才会编译。",
+    "tfx_not_compiled_splash": "没有编译：splash 核心是为 TPU 编译的；在模拟的 CPU "
+                               "设备上 Pallas 只能逐步解译它，太慢。它的分数留在芯片"
+                               "的片上内存里：HBM 中一个也没有。",
     "tfx_invalid_batch": "{batch} 个序列的全局批次无法分给 {data} 个 FSDP 设备 × "
                          "{micro} 个微批次：请选较大的批次、较少的微批次或较小的网格。",
     "tfx_text": "Transformer 探索器：选择 LLaMA-3 形状的模型设置、集群、网格、精度、"
-                "重计算策略与微批次数，看每个设备的内存与芯片内存的比较、发送的字节与"
+                "重计算策略、微批次数与注意力的形式，看每个设备的内存与芯片内存的比较、"
+                "发送的字节与"
                 "屋顶线估计的步骤时间。",
     "tfx_choice": "{config}、{nodes} 个节点的 {chip}、网格 {mesh}、{precision}、"
-                  "remat {remat}、{micro} 个微批次、{batch} × {seq} 个词元",
+                  "remat {remat}、{micro} 个微批次、{batch} × {seq} 个词元、"
+                  "注意力 {attention}",
     "tfx_busy": "正在计算：{choice}……灰色的数字仍是上一个选择的结果。",
     # 探索器的长条图（jaxcourse.exercises.widgets.explorer_charts）。
     "chart_memory_title": "每个设备的内存与芯片的 HBM",

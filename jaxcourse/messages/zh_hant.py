@@ -339,6 +339,7 @@ TEXTS: dict[str, str] = {
     "tfx_precision": "精度",
     "tfx_remat": "重計算（remat）策略",
     "tfx_micro": "微批次數",
+    "tfx_attention": "注意力",
     "tfx_params": "參數",
     "tfx_cluster": "叢集",
     "tfx_cluster_line": "{chips} 個 {chip}：{nodes} 個節點，每個 {per} 個；網格 "
@@ -348,8 +349,8 @@ TEXTS: dict[str, str] = {
                       "副本與梯度）",
     "tfx_activations": "每個裝置的啟動值（remat {remat}，微批次數：{micro}）",
     "tfx_activations_line": "為反向傳播保留 {kept}（每個詞元 {per_token} × "
-                            "{tokens} 個詞元）+ 一個塊的注意力分數 {scores}"
-                            "（float32）",
+                            "{tokens} 個詞元）+ 一個塊在 HBM 中的注意力分數 {scores}"
+                            "（float32），注意力形式 {attention}",
     "tfx_gathered": "一步之中 FSDP 收集的權重",
     "tfx_gathered_line": "{gathered}（{dtype}：完整的嵌入層與輸出層，加上一個塊的"
                          "權重）",
@@ -386,13 +387,17 @@ TEXTS: dict[str, str] = {
                                 "（請先呼叫 use_cpu_devices({chips})）。",
     "tfx_not_compiled_micro": "沒有編譯：transformer.compile_step 只編譯一個微批次；"
                               "選 1 個微批次才會編譯。",
+    "tfx_not_compiled_splash": "沒有編譯：splash 核心是為 TPU 編譯的；在模擬的 CPU "
+                               "裝置上 Pallas 只能逐步解譯它，太慢。它的分數留在晶片"
+                               "的片上記憶體裡：HBM 中一個也沒有。",
     "tfx_invalid_batch": "{batch} 個序列的全域批次無法分給 {data} 個 FSDP 裝置 × "
                          "{micro} 個微批次：請選較大的批次、較少的微批次或較小的網格。",
     "tfx_text": "Transformer 探索器：選擇 LLaMA-3 形狀的模型設定、叢集、網格、精度、"
-                "重計算策略與微批次數，看每個裝置的記憶體與晶片記憶體的比較、傳送的"
-                "位元組與屋頂線估計的步驟時間。",
+                "重計算策略、微批次數與注意力的形式，看每個裝置的記憶體與晶片記憶體的"
+                "比較、傳送的位元組與屋頂線估計的步驟時間。",
     "tfx_choice": "{config}、{nodes} 個節點的 {chip}、網格 {mesh}、{precision}、"
-                  "remat {remat}、{micro} 個微批次、{batch} × {seq} 個詞元",
+                  "remat {remat}、{micro} 個微批次、{batch} × {seq} 個詞元、"
+                  "注意力 {attention}",
     "tfx_busy": "正在計算：{choice}……灰色的數字仍是上一個選擇的結果。",
     # 探索器的長條圖（jaxcourse.exercises.widgets.explorer_charts）。
     "chart_memory_title": "每個裝置的記憶體與晶片的 HBM",

@@ -67,6 +67,8 @@ from .layouts import (
 from .memory import (
     activation_bytes,
     attention_bytes,
+    attention_hbm_bytes,
+    gathered_bytes,
     residuals_per_token,
     state_bytes,
     zero_bytes,
@@ -126,7 +128,7 @@ __all__ = [
     "PRECISIONS", "PUBLISHED_PARAMS", "REMAT_POLICIES", "SCHEDULES", "STAGE",
     "CharTokenizer",
     "Config", "Hooks", "Layout", "Precision", "activation_bytes", "attend",
-    "attention", "attention_bytes",
+    "attention", "attention_bytes", "attention_hbm_bytes", "gathered_bytes",
     "batch_spec", "batches", "check_vocab", "block", "blocks", "bubble_fraction",
     "bytes_per_param",
     "default_feed", "gpipe_grad", "gpipe_grad_memory", "in_flight",

@@ -6,7 +6,9 @@ steps under a layout and a precision scheme (the compiled step's arguments);
 :func:`~.training.bytes_per_param`; :func:`activation_bytes` measures what a
 step keeps per token for its backward pass, under each remat policy, from
 the compiled program and from JAX's list of saved residuals;
-:func:`attention_bytes` counts the scores each attention form holds at once.
+:func:`attention_bytes` counts the scores each attention form holds at once
+(:func:`attention_hbm_bytes`: those in the chip's main memory), and
+:func:`gathered_bytes` the weights FSDP gathers whole inside a step.
 The readers of XLA's analyses are chapter 6's (:mod:`jaxcourse.scaling.memory`).
 """
 
@@ -21,13 +23,13 @@ import numpy as np
 from jaxcourse.scaling.memory import compiled_memory, residual_bytes, saved_residuals
 
 from .attention_forms import DEFAULT_BLOCKS, splash_block
-from .config import Config, param_count
+from .config import Config, param_count, param_parts
 from .layouts import DATA, MODEL, layout_switches, param_specs
 from .model import init_params, loss
 from .training import PRECISIONS, bytes_per_param, make_grad_fn
 
-__all__ = ["activation_bytes", "attention_bytes", "residuals_per_token", "state_bytes",
-           "zero_bytes"]
+__all__ = ["activation_bytes", "attention_bytes", "attention_hbm_bytes",
+           "gathered_bytes", "residuals_per_token", "state_bytes", "zero_bytes"]
 
 
 def _itemsize(dtype: Any) -> int:
@@ -174,6 +176,42 @@ def attention_bytes(cfg: Config, batch: int, seq: int, model: int = 1) -> int:
     if cfg.attention == "chunked":
         queries = min(cfg.attention_block or DEFAULT_BLOCKS["chunked"], seq)
     return batch * heads * queries * seq * 4
+
+
+def attention_hbm_bytes(cfg: Config, batch: int, seq: int, model: int = 1) -> int:
+    """Return the bytes of scores ``cfg.attention``'s form holds at once in HBM.
+
+    :func:`attention_bytes`, but 0 for ``"splash"``: the kernel's one tile of
+    scores lives in the chip's on-chip memory (VMEM), never in its HBM. What
+    it writes to HBM is its output and a few float32 numbers per query row
+    (the softmax's maximum and sum, which the backward pass reads), each the
+    size of the queries or smaller: a memory plan has those already.
+    """
+    if cfg.attention == "splash":
+        return 0
+    return attention_bytes(cfg, batch, seq, model)
+
+
+def gathered_bytes(cfg: Config, layout: str, data: int, model: int = 1,
+                   itemsize: int = 2) -> int:
+    """Return the bytes of the weights FSDP gathers whole inside a step, at most.
+
+    :func:`~.layouts.layout_hooks` gathers each FSDP-cut weight over
+    ``"data"`` where it is used, in the compute dtype (``itemsize`` bytes a
+    number): the embedding, the final norm and the output layer (under
+    tensor parallelism each device's slice of the vocabulary), alive from
+    the forward pass into the backward one, and each block's weights (their
+    tensor-parallel slice) while that block runs: one block's at a time.
+    Nothing is gathered without FSDP, or when ``data`` is 1.
+    """
+    lay = layout_switches(layout)
+    if not lay.fsdp or data == 1:
+        return 0
+    parts = param_parts(cfg)
+    split = model if lay.tp else 1
+    outer = (parts["embed"] + parts["unembed"]) // split + cfg.d_model
+    one_block = (parts["attention"] + parts["mlp"]) // cfg.layers // split
+    return (outer + one_block + 2 * cfg.d_model) * itemsize
 
 
 def activation_bytes(cfg: Config, remat: str, batch: int, seq: int,

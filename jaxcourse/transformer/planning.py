@@ -43,7 +43,12 @@ from jaxcourse.scaling.roofline import (
 
 from .config import LLAMA3_8B, LLAMA3_70B, Config, flops_per_token, param_count
 from .layouts import DATA, MODEL, batch_spec, layout_switches, sharded_step, spec_tree
-from .memory import attention_bytes, residuals_per_token, state_bytes
+from .memory import (
+    attention_hbm_bytes,
+    gathered_bytes,
+    residuals_per_token,
+    state_bytes,
+)
 from .training import init_state
 
 __all__ = ["CONFIGS", "compile_in_subprocess", "compile_report", "compile_step",
@@ -157,32 +162,34 @@ def critical_batch(cfg: Config, layout: str, hw: Hardware, seq: int, data: int =
 
 def memory_plan(cfg: Config, layout: str, data: int, model: int, seq: int,
                 sequences: int = 1, remat: str = "full", loss_chunk: int = 0,
-                scores: bool = False) -> dict[str, int]:
+                donate: bool = True) -> dict[str, int]:
     """Return the chapter's plan of one device's memory for a mixed-precision step.
 
     ``state``: the stored state (:func:`~.memory.state_bytes`, 12 bytes a
     parameter, split by the layout); ``step``: the bfloat16 weights and the
     float32 gradients the step makes from it (the course's step returns the
     gradients of the float32 master: :func:`~.training.bytes_per_param`),
-    half the state (2 + 4 of its 12 bytes); ``activations``: the residuals
-    JAX lists under ``remat`` (:func:`~.memory.residuals_per_token`: the
-    blocks' and the head's, whose
-    float32 log-softmax over the vocabulary is most of it under full remat),
-    for the ``sequences`` of ``seq`` tokens each device computes (with
-    ``loss_chunk``, the loss computed that many positions at a time, which
-    keeps no log-softmax; under tensor parallelism, each device keeps its
-    slice of the vocabulary's); the blocks' part is split over ``"model"``
-    where the layout splits the sequence.
-    ``total`` is their sum. It is a plan, not a compiler's figure: what it
-    leaves out (attention's scores inside one block's backward pass, the
-    compiler's own temporaries and choices) is what
-    :mod:`jaxcourse.transformer.slice_plans` measures.
-
-    With ``scores``, the plan adds ``attention``: one copy of the float32
-    scores that ``cfg.attention``'s form holds at once in a block
-    (:func:`~.memory.attention_bytes`, the heads split over ``"model"``
-    under tensor parallelism), and counts it in ``total``. Off by default:
-    the chapter's plans (and the stored slice plans beside them) leave it out.
+    half the state (2 + 4 of its 12 bytes); ``gathered``: the bfloat16
+    weights FSDP gathers whole at once (:func:`~.memory.gathered_bytes`: the
+    embedding and the output layer, and one block's); ``activations``: the
+    residuals JAX lists under ``remat`` (:func:`~.memory.residuals_per_token`:
+    the blocks' and the head's, whose float32 log-softmax over the
+    vocabulary is most of it under full remat), for the ``sequences`` of
+    ``seq`` tokens each device computes (with ``loss_chunk``, the loss
+    computed that many positions at a time, which keeps no log-softmax;
+    under tensor parallelism, each device keeps its slice of the
+    vocabulary's); the blocks' part is split over ``"model"`` where the
+    layout splits the sequence; ``attention``: the float32 scores that
+    ``cfg.attention``'s form holds at once in HBM in one block's backward
+    pass (:func:`~.memory.attention_hbm_bytes`, the heads split over
+    ``"model"`` under tensor parallelism): each head's whole ``(seq, seq)``
+    matrix for the chapter's ``"plain"`` form, one chunk's for
+    ``"chunked"``, none for the ``"splash"`` kernel, whose tiles stay on
+    chip; ``outputs``: without ``donate``, the new state, which cannot take
+    the old one's buffers (0 when the state is donated, as a training loop
+    does). ``total`` is their sum. It is a plan, not a compiler's figure:
+    what it leaves out (the compiler's other temporaries and its choices) is
+    what :mod:`jaxcourse.transformer.slice_plans` measures.
     """
     lay = layout_switches(layout)
     state = state_bytes(cfg, layout, "mixed", data, model)["total"]
@@ -191,9 +198,12 @@ def memory_plan(cfg: Config, layout: str, data: int, model: int, seq: int,
     kept = residuals_per_token(cfg, remat, "mixed", bool(loss_chunk), layout, model)
     tokens = seq * sequences
     activations = tokens * kept["blocks"] // split + tokens * kept["head"]
-    plan = {"state": state, "step": step, "activations": activations}
-    if scores:
-        plan["attention"] = attention_bytes(cfg, sequences, seq, model if lay.tp else 1)
+    plan = {"state": state, "step": step,
+            "gathered": gathered_bytes(cfg, layout, data, model),
+            "activations": activations,
+            "attention": attention_hbm_bytes(cfg, sequences, seq,
+                                             model if lay.tp else 1),
+            "outputs": 0 if donate else state}
     return plan | {"total": sum(plan.values())}
 
 

@@ -11,16 +11,20 @@ either gives its memory per device (arguments, outputs, temporaries, what
 the outputs alias, and its peak: on TPU the liveness-aware high-water mark),
 or refuses the program, saying how much it needed of what the chip has.
 
-Compiling these takes 47 to 95 s each on a 2-core machine, so they run as a
-benchmark whose results are stored (``jaxcourse/data/compiled/
+Each run computes attention by a form of
+:mod:`~.attention_forms`: the splash kernel, MaxText's attention on TPU,
+unless the run names the chapter's own ``"plain"`` form, whose whole scores
+the plan counts. Compiling one takes 5 s (a refusal) to 90 s on a 2-core
+machine, so they run as a benchmark whose results are stored (``jaxcourse/data/compiled/
 tpu_slice_plans.json``, with the JAX and libtpu versions) and read by the
 chapter (:func:`load`); ``tests/test_slice_plans.py`` recomputes the plan
 column and compiles one of them again::
 
     python -m jaxcourse.transformer.slice_plans --out FILE [--only NAME ...]
 
-The stored file was made on a TPU v5e host (13 cores); any machine with the
-course's libtpu (``make setup``) makes the same figures.
+The stored file was made on a 2-core x86-64 machine with no accelerator: the
+TPU compiler needs only libtpu, and any machine with the course's
+(``make setup``) makes the same figures.
 """
 
 from __future__ import annotations
@@ -65,6 +69,10 @@ class Run(NamedTuple):
     remat: str = "full"
     donate: bool = True
     loss_chunk: int = 0
+    # MaxText's attention on TPU (jaxcourse.transformer.attention_forms):
+    # tiles in the chip's on-chip memory, never a whole (seq, seq) matrix.
+    attention: str = "splash"
+    attention_block: int = 0
 
     @property
     def sequences(self) -> int:
@@ -85,6 +93,12 @@ RUNS: list[Run] = [
         loss_chunk=1024),
     Run("8B FSDP, v5e 2x4, loss in chunks", "LLaMA-3 8B", "v5e 2x4", "FSDP", 8, 1, 8,
         loss_chunk=1024),
+    # The chapter's own attention, which writes each head's whole scores:
+    # 8.6 GB a block for one sequence of 8,192 tokens.
+    Run("8B FSDP, v5e 4x4, loss in chunks, plain attention", "LLaMA-3 8B", "v5e 4x4",
+        "FSDP", 16, 1, 16, loss_chunk=1024, attention="plain"),
+    Run("8B FSDP + TP, v5e 4x4, plain attention", "LLaMA-3 8B", "v5e 4x4", "FSDP + TP",
+        4, 4, 4, attention="plain"),
     Run("8B FSDP, v5p 2x2x2", "LLaMA-3 8B", "v5p 2x2x2", "FSDP", 8, 1, 8),
     Run("8B FSDP, v5p 2x2x2, remat dots", "LLaMA-3 8B", "v5p 2x2x2", "FSDP", 8, 1, 8,
         remat="dots"),
@@ -94,13 +108,21 @@ RUNS: list[Run] = [
         "FSDP + TP", 16, 4, 64),
     Run("70B FSDP + TP, v5p 4x4x4, 16 sequences", "LLaMA-3 70B", "v5p 4x4x4",
         "FSDP + TP", 16, 4, 16),
+    # The layout the chapter picks for 70B on the cube, one sequence a chip.
+    Run("70B FSDP, v5p 4x4x4", "LLaMA-3 70B", "v5p 4x4x4", "FSDP", 64, 1, 64),
 ]
 
 
 def plan_of(run: Run) -> dict[str, int]:
-    """Return the chapter's plan for ``run`` (:func:`~.planning.memory_plan`)."""
-    return memory_plan(CONFIGS[run.config], run.layout, run.data, run.model, SEQ,
-                       run.sequences, run.remat, run.loss_chunk)
+    """Return the chapter's plan for ``run`` (:func:`~.planning.memory_plan`).
+
+    The plan counts the run's attention form (none of the splash kernel's
+    scores are in HBM, each head's whole matrix of the chapter's own form
+    is) and, where the state is not donated, the new state beside the old.
+    """
+    cfg = CONFIGS[run.config].with_attention(run.attention, run.attention_block)
+    return memory_plan(cfg, run.layout, run.data, run.model, SEQ, run.sequences,
+                       run.remat, run.loss_chunk, run.donate)
 
 
 # libtpu 0.0.42.1 says "... HLO temporaries (18.85G) exceeds available HBM (15.75G)".
@@ -147,7 +169,9 @@ def run_one(run: Run, timeout: float = 600.0) -> dict[str, Any]:
         found = compile_in_subprocess(run.config, run.layout, run.data, run.model,
                                       run.batch, SEQ, remat=run.remat, timeout=timeout,
                                       slice_name=run.slice_name, donate=run.donate,
-                                      loss_chunk=run.loss_chunk)
+                                      loss_chunk=run.loss_chunk,
+                                      attention=run.attention,
+                                      attention_block=run.attention_block)
     except CourseError as error:
         found = {"error": str(error).splitlines()[-1]}
     found["run"] = run._asdict()
@@ -246,6 +270,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=STORED,
                         help="the JSON file to write")
     parser.add_argument("--only", nargs="*", default=None, help="run names to compile")
+    parser.add_argument("--timeout", type=float, default=1800.0,
+                        help="seconds one compile may take (70B with splash attention "
+                             "took minutes on a 2-core machine)")
     add_version(parser)
     args = parser.parse_args(argv)
     by_name = {r.name: r for r in RUNS}
@@ -256,13 +283,16 @@ def main(argv: list[str] | None = None) -> int:
     # Runs compiled before (another --only) stay; the chosen ones are replaced.
     kept = load(args.out)["runs"] if args.out.is_file() else {}
     from jaxcourse.measure import installed_versions
+    from jaxcourse.slices import libtpu_version
 
-    versions = installed_versions(("jax", "jaxlib", "libtpu"))
+    # The TPU compiler is the libtpu the slices load: the course's unpacked
+    # copy (make setup) is no installed distribution.
+    versions = installed_versions(("jax", "jaxlib")) | {"libtpu": libtpu_version()}
     results: dict[str, Any] = {"versions": versions,
                                "date": dt.date.today().isoformat(), "runs": kept}
     for index, run in enumerate(chosen, 1):
         started = time.perf_counter()
-        results["runs"][run.name] = run_one(run)
+        results["runs"][run.name] = run_one(run, args.timeout)
         seconds = time.perf_counter() - started
         print(f"{index}/{len(chosen)} {run.name}: {seconds:.0f} s", file=sys.stderr,
               flush=True)

@@ -146,26 +146,44 @@ def _parse_instruction(line: str) -> _Instruction | None:
 
 
 def _parse_module(text: str) -> tuple[dict[str, list[_Instruction]], str]:
-    """Return each computation's instructions, and the entry computation's name."""
+    """Return each computation's instructions, and the entry computation's name.
+
+    An instruction is one indented line, and the unindented lines after it:
+    a Pallas kernel's custom call (the splash attention kernel) prints its
+    ``backend_config`` over several lines, one of which starts with ``}}``.
+    A computation ends at a line that is ``}`` alone.
+    """
     computations: dict[str, list[_Instruction]] = {}
     entry, current = "", None
+    pending: list[str] = []
+
+    def flush() -> None:
+        if current is not None and pending:
+            parsed = _parse_instruction("\n".join(pending))
+            if parsed:
+                computations[current].append(parsed)
+        pending.clear()
+
     for line in text.splitlines():
-        if line and not line[0].isspace() and line.rstrip().endswith("{"):
-            header = _HEADER.match(line)
-            if header:
+        if line.rstrip() == "}":
+            flush()
+            current = None
+            continue
+        if line and not line[0].isspace():
+            header = _HEADER.match(line) if current is None else None
+            if header and line.rstrip().endswith("{"):
                 current = header.group(1)
                 computations[current] = []
                 if line.startswith("ENTRY"):
                     entry = current
+            elif pending:
+                pending.append(line)      # the instruction above goes on
             continue
         if current is None:
             continue
-        if line.startswith("}"):
-            current = None
-            continue
-        parsed = _parse_instruction(line)
-        if parsed:
-            computations[current].append(parsed)
+        flush()
+        pending.append(line)
+    flush()
     return computations, entry
 
 

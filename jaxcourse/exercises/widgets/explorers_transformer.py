@@ -6,13 +6,16 @@ blocks), a cluster (a chip of :data:`CHIPS`, a number of nodes, and a mesh
 ``FSDP × TP`` of all their chips), a precision scheme
 (:data:`jaxcourse.transformer.PRECISIONS`), a remat policy
 (:data:`jaxcourse.transformer.REMAT_POLICIES`), micro-batches, the global
-batch and the sequence length. It shows what the transformer chapter
-computes for that choice: the memory per device (the training state, the
-weights FSDP gathers, the activations a step keeps for its backward pass and
-one block's attention scores) against the chip's, the bytes each device
+batch, the sequence length and attention's form (:data:`ATTENTIONS`). It
+shows what the transformer chapter computes for that choice: the memory per
+device (the training state, the weights FSDP gathers, the activations a step
+keeps for its backward pass and one block's attention scores in HBM: each
+head's whole matrix for the chapter's form, one chunk's, or none for the
+splash kernel) against the chip's, the bytes each device
 sends per step, the roofline's step time and the critical batch. For
 configs of up to :data:`COMPILE_LAYERS` blocks, when the kernel has a
-simulated device for every chip, it also compiles the step from shapes alone
+simulated device for every chip and the attention is not the TPU's splash
+kernel, it also compiles the step from shapes alone
 (:func:`jaxcourse.transformer.compile_step`, seconds) and shows the compiled
 program's memory and collectives beside the formulas; it says which rows come
 from where, and why it did not compile when it did not. Beside the table,
@@ -69,8 +72,8 @@ from .explorer_base import (
 )
 from .explorer_charts import beside, memory_chart, time_chart
 
-__all__ = ["CHIPS", "COMPILE_LAYERS", "CONFIGS", "TransformerExplorer",
-           "activation_bytes_per_sequence", "gathered_bytes", "meshes", "node_chips",
+__all__ = ["ATTENTIONS", "CHIPS", "COMPILE_LAYERS", "CONFIGS", "TransformerExplorer",
+           "activation_bytes_per_sequence", "meshes", "node_chips",
            "torus_placement", "transformer_explorer", "transformer_report"]
 
 #: LLaMA-3-shaped configs: the two published ones, and the same widths, heads
@@ -94,6 +97,10 @@ CHIPS: dict[str, int] = {
 
 #: The deepest config the explorer compiles (compiling grows with the depth).
 COMPILE_LAYERS = 16
+
+#: Attention's forms the explorer plans (:data:`jaxcourse.transformer.ATTENTION_FORMS`):
+#: the chapter's, one chunk of queries at a time, and the TPU's splash kernel.
+ATTENTIONS = ("plain", "chunked", "splash")
 
 #: Choices offered by the controls.
 NODES = (1, 2, 4, 8, 16)
@@ -214,35 +221,22 @@ def activation_bytes_per_sequence(config: str | transformer.Config, remat: str,
     return float(kept[1] - kept[0])
 
 
-def gathered_bytes(cfg: transformer.Config, data: int, model: int,
-                   itemsize: int) -> int:
-    """Return the bytes of the weights FSDP gathers whole inside a step, at most.
-
-    :func:`jaxcourse.transformer.layout_hooks` gathers the embedding, the
-    final norm and the output layer whole for the whole step, and each
-    block's weights (their tensor-parallel slice) while it runs: one block's
-    at a time. Nothing is gathered when ``data`` is 1.
-    """
-    if data == 1:
-        return 0
-    parts = transformer.param_parts(cfg)
-    outer = parts["embed"] + parts["unembed"] + cfg.d_model
-    one_block = (parts["attention"] + parts["mlp"]) // cfg.layers // model
-    return (outer + one_block + 2 * cfg.d_model) * itemsize
-
-
 @functools.lru_cache(maxsize=32)
 def _compiled(config: str, data: int, model: int, batch: int, seq: int, precision: str,
-              remat: str, micro: int) -> dict[str, Any]:
+              remat: str, micro: int, attention: str = "plain") -> dict[str, Any]:
     """Compile one choice from shapes; return :func:`compile_report`'s figures."""
     extra = {"micro": micro} if _COMPILES_MICRO else {}
-    compiled = transformer.compile_step(CONFIGS[config], _layout(model), data, model,
+    cfg = CONFIGS[config].with_attention(attention)
+    compiled = transformer.compile_step(cfg, _layout(model), data, model,
                                         batch, seq, precision=precision, remat=remat,
                                         **extra)
     return transformer.compile_report(compiled)
 
 
 def _why_not_compiled(cfg: transformer.Config, chips: int, micro: int) -> str | None:
+    if cfg.attention == "splash":
+        # Off a TPU the kernel runs in Pallas's interpreter: far too slow here.
+        return "splash"
     if cfg.layers > COMPILE_LAYERS:
         return "deep"
     if len(jax.devices()) < chips:
@@ -272,8 +266,8 @@ def _table(rows: list[tuple[str, str]], red: set[int], note: str, chart: str) ->
 
 def transformer_report(config: str, chip: str, nodes: int, mesh: str,
                        precision: str = "mixed", remat: str = "full", micro: int = 1,
-                       batch: int = 16, seq: int = 8192, language: str = "en"
-                       ) -> dict[str, Any]:
+                       batch: int = 16, seq: int = 8192, language: str = "en",
+                       attention: str = "plain") -> dict[str, Any]:
     """Compute what the explorer shows for one choice.
 
     Parameters
@@ -296,6 +290,10 @@ def transformer_report(config: str, chip: str, nodes: int, mesh: str,
         The global batch in sequences, and tokens per sequence.
     language : {"en", "zh-Hant", "zh-Hans"}
         Language of the table.
+    attention : str
+        One of :data:`ATTENTIONS`: how the model computes attention, which
+        sets the scores one block holds in HBM
+        (:func:`jaxcourse.transformer.attention_hbm_bytes`).
 
     Returns
     -------
@@ -303,8 +301,9 @@ def transformer_report(config: str, chip: str, nodes: int, mesh: str,
         ``valid`` (False when the batch does not split; then only ``html``
         follows), ``layout``, ``params``, ``state`` (bytes per device between
         steps) and ``step_state`` (during the step), ``activations`` (kept
-        for the backward pass), ``scores`` (one block's attention scores),
-        ``gathered`` (:func:`gathered_bytes`), ``memory`` (their sum),
+        for the backward pass), ``scores`` (one block's attention scores in
+        HBM), ``gathered`` (:func:`jaxcourse.transformer.gathered_bytes`),
+        ``memory`` (their sum),
         ``hbm`` (the chip's), ``fits``, ``sent`` (bytes per device per step),
         ``time`` (the step's roofline parts, summed over the micro-batches),
         ``critical`` (tokens per chip) and ``tokens_per_chip`` (per
@@ -334,7 +333,10 @@ def transformer_report(config: str, chip: str, nodes: int, mesh: str,
     if remat not in transformer.REMAT_POLICIES:
         raise ValueError(f"unknown remat policy {remat!r}; expected one of "
                          f"{list(transformer.REMAT_POLICIES)}")
-    cfg, hw = CONFIGS[config], HARDWARE[chip]
+    if attention not in ATTENTIONS:
+        raise ValueError(f"unknown attention {attention!r}; expected one of "
+                         f"{list(ATTENTIONS)}")
+    cfg, hw = CONFIGS[config].with_attention(attention), HARDWARE[chip]
     data, model = (int(n) for n in mesh.split("×"))
     chips, layout = data * model, _layout(model)
     if batch % (data * micro):
@@ -349,9 +351,11 @@ def transformer_report(config: str, chip: str, nodes: int, mesh: str,
     sequences = batch // data // micro              # one micro-batch, one device
     kept = sequences * activation_bytes_per_sequence(config, remat, seq, precision,
                                                      model)
-    # The model computes a full seq × seq score matrix per head in float32.
-    scores = sequences * cfg.heads // model * seq * seq * 4
-    gathered = gathered_bytes(cfg, data, model, _itemsize(p.compute))
+    # The plain form writes each head's whole seq × seq scores in float32;
+    # the chunked one a chunk's; the splash kernel keeps its tile on chip.
+    scores = transformer.attention_hbm_bytes(cfg, sequences, seq, model)
+    gathered = transformer.gathered_bytes(cfg, layout, data, model,
+                                          _itemsize(p.compute))
     memory = step_state + gathered + kept + scores
     fits = memory <= hw.hbm
 
@@ -387,7 +391,7 @@ def transformer_report(config: str, chip: str, nodes: int, mesh: str,
          _label(language, "activations_line", kept=bytes_text(kept),
                 tokens=f"{sequences * seq:,}",
                 per_token=bytes_text(kept / (sequences * seq)),
-                scores=bytes_text(scores))),
+                scores=bytes_text(scores), attention=attention)),
         (_label(language, "gathered"),
          _label(language, "gathered_line", gathered=bytes_text(gathered),
                 dtype=np.dtype(p.compute).name)),
@@ -412,7 +416,8 @@ def transformer_report(config: str, chip: str, nodes: int, mesh: str,
     why = _why_not_compiled(cfg, chips, micro)
     compiled = compiled_parts = None
     if why is None:
-        compiled = _compiled(config, data, model, batch, seq, precision, remat, micro)
+        compiled = _compiled(config, data, model, batch, seq, precision, remat, micro,
+                             attention)
         found = compiled["memory"]
         # The bar is the row's headline, XLA's peak: the arguments (live from
         # the start) and what else is live at that moment.
@@ -475,6 +480,8 @@ class TransformerExplorer(Explorer):
         Initial precision scheme and remat policy.
     micro, batch, seq : int
         Initial micro-batches, global batch (sequences) and sequence length.
+    attention : str
+        Initial attention form (one of :data:`ATTENTIONS`).
     language : {"en", "zh-Hant", "zh-Hans"}
         Language of the labels.
     run : bool
@@ -484,7 +491,8 @@ class TransformerExplorer(Explorer):
     def __init__(self, config: str = "LLaMA-3 8B", chip: str = "H100 SXM",
                  nodes: int = 1, mesh: str | None = None, precision: str = "mixed",
                  remat: str = "full", micro: int = 1, batch: int = 16,
-                 seq: int = 8192, *, language: str = "en", run: bool = True) -> None:
+                 seq: int = 8192, attention: str = "plain", *, language: str = "en",
+                 run: bool = True) -> None:
         super().__init__(language)
 
         def dropdown(key: str, options: list[Any], value: Any) -> widgets.Dropdown:
@@ -504,15 +512,17 @@ class TransformerExplorer(Explorer):
         self.precision = dropdown("precision", list(transformer.PRECISIONS), precision)
         self.remat = dropdown("remat", list(transformer.REMAT_POLICIES), remat)
         self.micro = dropdown("micro", list(MICRO), micro)
+        self.attention = dropdown("attention", list(ATTENTIONS), attention)
         self.table = widgets.HTML()
         self.report: dict[str, Any] = {}
         self._refitting = False
         self._on_change(self._cluster_changed, self.chip, self.nodes)
         self._on_change(self._changed, self.config, self.seq, self.batch, self.mesh,
-                        self.precision, self.remat, self.micro)
+                        self.precision, self.remat, self.micro, self.attention)
         self._assemble([controls_row(self.config, self.seq, self.batch),
                         controls_row(self.chip, self.nodes, self.mesh),
-                        controls_row(self.precision, self.remat, self.micro)],
+                        controls_row(self.precision, self.remat, self.micro),
+                        controls_row(self.attention)],
                        [self.table])
         self._start(run, self.redraw)
 
@@ -540,7 +550,8 @@ class TransformerExplorer(Explorer):
                       nodes=self.nodes.value, chip=self.chip.value,
                       mesh=self.mesh.value, precision=self.precision.value,
                       remat=self.remat.value, micro=self.micro.value,
-                      batch=self.batch.value, seq=self.seq.value)
+                      batch=self.batch.value, seq=self.seq.value,
+                      attention=self.attention.value)
 
     def redraw(self) -> str:
         """Recompute the table; return its HTML.
@@ -553,7 +564,7 @@ class TransformerExplorer(Explorer):
             self.report = transformer_report(
                 self.config.value, self.chip.value, self.nodes.value, self.mesh.value,
                 self.precision.value, self.remat.value, self.micro.value,
-                self.batch.value, self.seq.value, self.language)
+                self.batch.value, self.seq.value, self.language, self.attention.value)
             self.table.value = self.report["html"]
         return self.table.value
 
