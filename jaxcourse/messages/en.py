@@ -149,6 +149,60 @@ TEXTS: dict[str, str] = {
     "others never gathered?",
     "echoed_input": "it returns its argument {arg} unchanged: was the computed "
     "result returned?",
+    # How a wrong number relates to the right one (checking.relations).
+    "relation_sum_for_max": "it is the value of a sum where the larger of two is "
+                            "meant: are two times added that overlap (or two needs "
+                            "that come one after the other)?",
+    "relation_sum_for_min": "it is the value of a sum where the smaller of two is "
+                            "meant",
+    "relation_max_for_sum": "it is the value of the larger of two where their sum is "
+                            "meant: are two parts overlapped that come one after the "
+                            "other?",
+    "relation_rounding": "it is the value rounded another way: {got} where {want} is "
+                         "meant",
+    "rule_ceil": "rounding up (ceil)",
+    "rule_floor": "rounding down (floor)",
+    "rule_round": "rounding to the nearest (round)",
+    "relation_boundary": "a boundary read the other way: {got} where {want} is "
+                         "meant, so the value at the boundary falls on the wrong side",
+    "relation_off_by_one": "it is off by one: a count with one too many or one too "
+                           "few (n where n - 1 is meant, or the reverse)",
+    "relation_ring": "the ring's share is left out: each of {n} devices sends {n} - "
+                     "1 of the {n} pieces, so the bytes are ({n} - 1)/{n} of the "
+                     "whole",
+    "relation_part_left_out": "one part of the sum is left out",
+    "relation_part_twice": "one part of the sum is counted twice",
+    "relation_not_divided": "it is not divided by {name}",
+    "relation_not_multiplied": "it is not multiplied by {name}",
+    "relation_multiplied_for_divided": "it is multiplied by {name} where it should "
+                                       "be divided by it",
+    "relation_factor_left_out": "a factor of {k} is left out",
+    "relation_byte_width": "a byte width of {got} where {want} bytes are meant "
+                           "(bfloat16 is 2 bytes a number, float32 4)",
+    "relation_times_input": "it is {n} times the expected value, {n} being {name}: "
+                            "is {name} multiplied in once too often, or not divided "
+                            "out?",
+    "relation_over_input": "it is 1/{n} of the expected value, {n} being {name}: is "
+                           "it divided by {name} once too often, or not multiplied "
+                           "by it?",
+    "relation_gib": "the unit: GiB (2**30 bytes) and GB (10**9 bytes) are taken one "
+                    "for the other",
+    "relation_kib": "the unit: 1,024 and 1,000 are taken one for the other (KiB for "
+                    "kB, or the reverse)",
+    "relation_other_test": "it is the right value of another test ({test}): does the "
+                           "answer use every input of this one, or return a value "
+                           "that fits only the example?",
+    "relation_one_more": "it is one more than the expected value: a boundary counted "
+                         "the other way (< and <=, ceil and round or floor, n and n "
+                         "- 1)?",
+    "relation_one_less": "it is one less than the expected value: a boundary counted "
+                         "the other way (< and <=, ceil and round or floor, n and n "
+                         "- 1)?",
+    "relation_plus_input": "it is the expected value plus {amount}: is something "
+                           "counted with the answer that is not part of it?",
+    "relation_minus_input": "it is the expected value minus {amount}: is a part of "
+                            "the answer left out?",
+    "relation_off_by_one_named": "it is off by one: {got} where {want} is meant",
     "reduced_axis": "the shape is that of an input reduced along axis {got}, "
     "where axis {expected} was expected: the wrong axis?",
     "array_for_number": "an array where a single number was expected: a sum, a "

@@ -119,6 +119,46 @@ TEXTS: dict[str, str] = {
     "pattern_first_block": "沿第 0 轴的 {n} 个元素中，前 {k} 个正确，"
     "其余都错：是不是只算了第一个设备的那一块，或其他块没有收集回来？",
     "echoed_input": "它原封不动地返回了第 {arg} 个参数：算出的结果有返回吗？",
+    # How a wrong number relates to the right one (checking.relations).
+    "relation_sum_for_max": "这是取总和得到的值，而预期的是两者中较大的一个：是不是把"
+                            "重叠进行的两段时间相加了（或把先后发生的两项需求相加）？",
+    "relation_sum_for_min": "这是取总和得到的值，而预期的是两者中较小的一个",
+    "relation_max_for_sum": "这是取两者中较大者得到的值，而预期的是两者之和：是不是把"
+                            "先后发生的两部分当成重叠了？",
+    "relation_rounding": "这是换一种舍入方式得到的值：预期{want}，却用了{got}",
+    "rule_ceil": "向上取整（ceil）",
+    "rule_floor": "无条件舍去（floor）",
+    "rule_round": "四舍五入（round）",
+    "relation_boundary": "边界读反了：预期 {want}，却用了 {got}，所以正好落在边界上的"
+                         "值被归到了错的一边",
+    "relation_off_by_one": "差了一：计数多了一个或少了一个（该用 n - 1 的地方用了 n，"
+                           "或反过来）",
+    "relation_ring": "漏了环的比例：{n} 个设备中每个发送 {n} 份中的 {n} - 1 份，所以"
+                     "字节数是全部的 ({n} - 1)/{n}",
+    "relation_part_left_out": "总和中漏了一部分",
+    "relation_part_twice": "总和中有一部分算了两次",
+    "relation_not_divided": "没有除以 {name}",
+    "relation_not_multiplied": "没有乘以 {name}",
+    "relation_multiplied_for_divided": "该除以 {name} 的地方乘以了 {name}",
+    "relation_factor_left_out": "漏了一个 {k} 倍的因子",
+    "relation_byte_width": "每个数用了 {got} 个字节，而预期是 {want} 个（bfloat16 每"
+                           "个数 2 字节，float32 4 字节）",
+    "relation_times_input": "这个值是预期值的 {n} 倍，而 {n} 正是 {name}：是不是多乘"
+                            "了一次 {name}，或少除了一次？",
+    "relation_over_input": "这个值是预期值的 {n} 分之一，而 {n} 正是 {name}：是不是多"
+                           "除了一次 {name}，或少乘了一次？",
+    "relation_gib": "单位：把 GiB（2**30 字节）和 GB（10**9 字节）弄混了",
+    "relation_kib": "单位：把 1,024 和 1,000 弄混了（KiB 与 kB）",
+    "relation_other_test": "这是另一项测试（{test}）的正确值：答案有没有用到这项测试"
+                           "的每个输入，还是返回了只适合范例的值？",
+    "relation_one_more": "比预期值多一：边界是不是算反了（< 与 <=、ceil 与 round 或 f"
+                         "loor、n 与 n - 1）？",
+    "relation_one_less": "比预期值少一：边界是不是算反了（< 与 <=、ceil 与 round 或 f"
+                         "loor、n 与 n - 1）？",
+    "relation_plus_input": "这是预期值加上 {amount}：是不是把不属于答案的东西一起算进"
+                           "去了？",
+    "relation_minus_input": "这是预期值减去 {amount}：是不是漏了答案的一部分？",
+    "relation_off_by_one_named": "差了一：该用 {want} 的地方用了 {got}",
     "reduced_axis": "形状是某个输入沿第 {got} 轴归约后的形状，"
     "预期是沿第 {expected} 轴：轴选错了吗？",
     "array_for_number": "预期一个数，却得到一个数组："

@@ -117,6 +117,46 @@ TEXTS: dict[str, str] = {
     "pattern_first_block": "沿第 0 軸的 {n} 個元素中，前 {k} 個正確，"
     "其餘都錯：是不是只算了第一臺裝置的那一塊，或其他塊沒有收集回來？",
     "echoed_input": "它原封不動地回傳了第 {arg} 個參數：算出的結果有回傳嗎？",
+    # How a wrong number relates to the right one (checking.relations).
+    "relation_sum_for_max": "這是取總和得到的值，而預期的是兩者中較大的一個：是不是把"
+                            "重疊進行的兩段時間相加了（或把先後發生的兩項需求相加）？",
+    "relation_sum_for_min": "這是取總和得到的值，而預期的是兩者中較小的一個",
+    "relation_max_for_sum": "這是取兩者中較大者得到的值，而預期的是兩者之和：是不是把"
+                            "先後發生的兩部分當成重疊了？",
+    "relation_rounding": "這是換一種捨入方式得到的值：預期{want}，卻用了{got}",
+    "rule_ceil": "無條件進位（ceil）",
+    "rule_floor": "無條件捨去（floor）",
+    "rule_round": "四捨五入（round）",
+    "relation_boundary": "邊界讀反了：預期 {want}，卻用了 {got}，所以正好落在邊界上的"
+                         "值被歸到了錯的一邊",
+    "relation_off_by_one": "差了一：計數多了一個或少了一個（該用 n - 1 的地方用了 n，"
+                           "或反過來）",
+    "relation_ring": "漏了環的比例：{n} 個裝置中每個傳送 {n} 份中的 {n} - 1 份，所以"
+                     "位元組數是全部的 ({n} - 1)/{n}",
+    "relation_part_left_out": "總和中漏了一部分",
+    "relation_part_twice": "總和中有一部分算了兩次",
+    "relation_not_divided": "沒有除以 {name}",
+    "relation_not_multiplied": "沒有乘以 {name}",
+    "relation_multiplied_for_divided": "該除以 {name} 的地方乘以了 {name}",
+    "relation_factor_left_out": "漏了一個 {k} 倍的因子",
+    "relation_byte_width": "每個數用了 {got} 個位元組，而預期是 {want} 個（bfloat16 "
+                           "每個數 2 位元組，float32 4 位元組）",
+    "relation_times_input": "這個值是預期值的 {n} 倍，而 {n} 正是 {name}：是不是多乘"
+                            "了一次 {name}，或少除了一次？",
+    "relation_over_input": "這個值是預期值的 {n} 分之一，而 {n} 正是 {name}：是不是多"
+                           "除了一次 {name}，或少乘了一次？",
+    "relation_gib": "單位：把 GiB（2**30 位元組）和 GB（10**9 位元組）弄混了",
+    "relation_kib": "單位：把 1,024 和 1,000 弄混了（KiB 與 kB）",
+    "relation_other_test": "這是另一項測試（{test}）的正確值：答案有沒有用到這項測試"
+                           "的每個輸入，還是回傳了只適合範例的值？",
+    "relation_one_more": "比預期值多一：邊界是不是算反了（< 與 <=、ceil 與 round 或 f"
+                         "loor、n 與 n - 1）？",
+    "relation_one_less": "比預期值少一：邊界是不是算反了（< 與 <=、ceil 與 round 或 f"
+                         "loor、n 與 n - 1）？",
+    "relation_plus_input": "這是預期值加上 {amount}：是不是把不屬於答案的東西一起算進"
+                           "去了？",
+    "relation_minus_input": "這是預期值減去 {amount}：是不是漏了答案的一部分？",
+    "relation_off_by_one_named": "差了一：該用 {want} 的地方用了 {got}",
     "reduced_axis": "形狀是某個輸入沿第 {got} 軸歸約後的形狀，"
     "預期是沿第 {expected} 軸：軸選錯了嗎？",
     "array_for_number": "預期一個數，卻得到一個陣列："

@@ -29,6 +29,7 @@ from .observe import observe, observe_all
 from .patterns import _from_inputs
 from .patterns import _pattern as _pattern
 from .registry import get
+from .relations import relate
 from .result import Feedback, Result
 from .spec import Exercise
 
@@ -115,7 +116,8 @@ def _named_error(exercise: Exercise, error: str) -> str:
 
 
 def _verdict(
-    exercise: Exercise, index: int, expected: Observation, got: Observation
+    exercise: Exercise, index: int, expected: Observation, got: Observation,
+    every: tuple[Sequence[Observation], Sequence[Observation]] | None = None,
 ) -> Feedback:
     case, lang = exercise.cases[index], exercise.language
     name = "trace" if case.transform == "vectorized" else case.transform
@@ -169,7 +171,11 @@ def _verdict(
                                   patterns=False,
                                   devices=exercise.devices) + " — " + mistake
             elif " — " not in problem:
-                relation = _from_inputs(expected.value, got, lang)
+                # How the wrong value relates to the right one: the slip in
+                # the reference's own reasoning that gives it, a unit, an
+                # input, another test; or to the function's inputs.
+                relation = relate(exercise, index, *every) if every else ""
+                relation = relation or _from_inputs(expected.value, got, lang)
                 problem += f" — {relation}" if relation else ""
         elif got.mutated:
             problem = message("mutated_input", lang, arg=got.mutated)
@@ -204,8 +210,9 @@ def judge(
             f"{exercise.id} has {len(exercise.cases)} cases, "
             f"got {len(observations)} observations"
         )
+    every = (list(expected), list(observations))
     feedback = tuple(
-        _verdict(exercise, i, e, o)
+        _verdict(exercise, i, e, o, every)
         for i, (e, o) in enumerate(zip(expected, observations, strict=True))
     )
     if observations and all(o.kind == "not_attempted" for o in observations):

@@ -65,4 +65,7 @@ def each_call(extract: Callable[[Any], Any] | None = None) -> Callable[..., dict
                                    f"{error}") from error
         return found
 
+    # It calls the function here, in this process: what checking.relations
+    # may run a reference's variants through.
+    run.in_process = True  # type: ignore[attr-defined]
     return run
