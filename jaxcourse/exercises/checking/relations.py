@@ -15,10 +15,10 @@ the right one scaled by an input of the test or its inverse (a mesh axis
 multiplied in once too often, or divided out), or it is the right value of
 another test (a constant that fits only that one).
 
-Only single numbers are related: an array's slips are said by
-:func:`~.patterns._pattern`. A variant that raises, or runs past its small
-time limit, is skipped; so is a reference whose source cannot be read (a
-class release ships none).
+Variants are made of formulas: a reference that uses JAX, TensorFlow or
+PyTorch has none (an array's slips are said by :func:`~.patterns._pattern`).
+A variant that raises, or runs past its small time limit, is skipped; so is
+a reference whose source cannot be read (a class release ships none).
 """
 
 from __future__ import annotations
@@ -58,6 +58,9 @@ _ORDER = ("off_by_one_named", "off_by_one", "boundary", "rounding", "ring",
           "not_divided", "not_multiplied", "multiplied_for_divided", "factor_left_out",
           "byte_width", "sum_for_max", "sum_for_min", "max_for_sum",
           "part_twice", "part_left_out")
+
+#: Names whose use makes a reference too heavy to run in variants.
+_HEAVY = {"jax", "jnp", "lax", "tf", "tfds", "torch", "DataLoader", "shard_map"}
 
 _ROUNDING = {"ceil": "ceil", "floor": "floor", "round": "round"}
 _SYMBOLS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
@@ -272,6 +275,13 @@ def _made(reference: Callable[..., Any]) -> list[Variant]:
         return found
     definition = tree.body[0]
     if not isinstance(definition, ast.FunctionDef):
+        return found
+    names = {n.id for n in ast.walk(definition) if isinstance(n, ast.Name)}
+    if names & _HEAVY:
+        # A program that compiles, or loads data: each variant would cost a
+        # compile or a pipeline, and stopping TensorFlow or PyTorch in the
+        # middle of a call is not safe. Their arrays' slips are said by
+        # patterns (a factor, an offset, an axis); a formula's are here.
         return found
     definition.decorator_list = []
     nodes = list(ast.walk(definition))
