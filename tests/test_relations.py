@@ -16,14 +16,13 @@ import time
 
 import pytest
 
-from jaxcourse.devices import use_cpu_devices
-
-use_cpu_devices(8)
-
-from jaxcourse.exercises import check, get  # noqa: E402
-from jaxcourse.exercises.checking import relations  # noqa: E402
-from jaxcourse.exercises.checking.judging import reference_observations  # noqa: E402
-from jaxcourse.exercises.checking.observe import observe_all  # noqa: E402
+# The exercises here are formulas: they need no device, and this process
+# keeps JAX's default (a test that set devices here would leave XLA_FLAGS
+# set for every process the other tests of its worker start).
+from jaxcourse.exercises import check, get
+from jaxcourse.exercises.checking import relations
+from jaxcourse.exercises.checking.judging import reference_observations
+from jaxcourse.exercises.checking.observe import observe_all
 
 
 def _right(stages, percent):
