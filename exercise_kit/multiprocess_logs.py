@@ -8,6 +8,22 @@ job to job drawn at random: the job's number and name, the node, how many
 tasks, which task failed and how, the program's own error, the steps logged,
 the times, the order in which srun groups the tasks.
 
+Who else fails when a task dies was measured (2026-12-07, jax 0.10.2) with
+the chapter's ``ending.py``, under the course's launcher and under ``srun``
+on the course's cluster, in 2 to 4 processes of 1, 2 or 4 devices: the
+tasks whose Gloo all-reduce then fails ("Connection closed by peer") are
+its two neighbours in the ring with one device a process, and the next task
+alone (none after the last) with more (:meth:`_Job.partners`). Without a
+hook such a partner raises and waits at the shutdown barrier; under the
+course's hook it exits at once with code 1, so the coordinator lists it
+with the dying task as unhealthy, and no task waits at the barrier. With
+one device a process and the hook, every task's all-reduce fails in turn
+and every task exits at once, task 0 too: no job of the hooked kinds has
+one device a process. And when a shutdown barrier fails, a task whose
+partner is aborting may see its own all-reduce fail first; under the hook
+it then exits with code 1 instead of aborting (seen with one device a
+process, in 4 of 6 runs).
+
 :func:`job_log` and :func:`sacct_line` give job ``job_id``'s log and its line
 of ``sacct -c --format=JobName,Partition,State,ExitCode``; both depend on
 ``job_id`` alone, so that a case a check names (``job_ending(job_log(4127),
@@ -54,6 +70,9 @@ KINDS = (
     ("out of memory", "out of memory", "ask for more memory"),
 )
 
+#: The kinds whose script runs under the course's exception hook (every task
+#: exits at once, with code 1, on an uncaught exception).
+_HOOKED = ("raise under the hook and --kill-on-bad-exit", "raise under the hook")
 #: The kinds whose failing task is gone, with an error, before the job ends.
 _DYING = ("raise under the hook and --kill-on-bad-exit",
           "crash under --kill-on-bad-exit", "crash", "raise under the hook",
@@ -97,11 +116,16 @@ class _Job:
             # with no heartbeat timeout, no SIGTERM and no SIGKILL to wait for.
             self.failing = self.tasks - 1
         self.devices = int(rng.choice([1, 2, 4]))
+        if self.devices == 1 and self.kind in _HOOKED:
+            # One device a process: every all-reduce fails in turn, every
+            # task exits under the hook, task 0 too (see the module's notes).
+            self.devices = 2
         self.step = int(rng.integers(3, 400))
         month, day, hour, minute, second = (int(v) for v in rng.integers(
             [1, 1, 0, 0, 0], [13, 29, 24, 60, 60]))
         self.clock = datetime.datetime(2026, month, day, hour, minute, second)
         self.thread = int(rng.integers(1000, 99999))
+        self.exits: list[int] = []  # tasks that exited as a barrier failed
         self.ip = ".".join(str(int(v)) for v in rng.integers([10, 0, 0, 2],
                                                             [11, 256, 256, 255]))
 
@@ -134,6 +158,17 @@ class _Job:
 
     def others(self) -> list[int]:
         return [t for t in range(self.tasks) if t != self.failing]
+
+    def partners(self) -> list[int]:
+        """Return the tasks whose all-reduce fails when the failing task dies.
+
+        As measured (the module's notes): the two neighbours in Gloo's ring
+        with one device a process; with more, the next task alone.
+        """
+        k, n = self.failing, self.tasks
+        if self.devices == 1:
+            return sorted({(k - 1) % n, (k + 1) % n} - {k})
+        return [k + 1] if k + 1 < n else []
 
     def groups(self, tasks: list[int]) -> list[list[int]]:
         """Tasks as srun groups them in its lines: by when they ended, at random."""
@@ -183,8 +218,14 @@ class _Job:
                                    f"{at.microsecond:06d}000+00:00"))
         return lines
 
-    def barrier(self, cause: str) -> list[str]:
-        """Write the coordination service's failed shutdown barrier, and the end."""
+    def barrier(self, cause: str, race: bool = False) -> list[str]:
+        """Write the coordination service's failed shutdown barrier, and the end.
+
+        With ``race``, one or two of the tasks still in their collective do
+        not abort: their all-reduce failed first, as an aborting partner
+        closed its connections, and they exited under the hook with a Gloo
+        traceback (:attr:`exits`, written here after the others' ends).
+        """
         key = int(self.rng.integers(10**18, 10**19 - 1, dtype=np.uint64))
         # At the barrier: the failing task and, after an early finish, maybe
         # others that finished early too; the coordinator names up to two of
@@ -194,6 +235,7 @@ class _Job:
         late = [int(t) for t in
                 self.rng.permutation(self.others())[:self.tasks - reached]]
         waiting = late[:_NAMED_LATE_TASKS]
+        self.exits = late[:1 + int(self.rng.random() < 1 / 3)] if race else []
         lines = [self.glog(0, "E", "coordination_service.cc:1520",
                            f"[{key}] Shutdown barrier in coordination service has "
                            "failed:")]
@@ -218,16 +260,30 @@ class _Job:
                                "error to all tasks: INTERNAL: Shutdown barrier has "
                                "failed."))
         if cause == "heartbeat":
-            lines += [self.glog(0, "E", "coordination_service.cc:1549",
-                                f"[{key}] Use error polling to propagate the following "
-                                "error to all tasks: UNAVAILABLE: The following tasks "
-                                "are unhealthy (stopped sending heartbeats):"),
-                      f"0: {self.failing}",
-                      "0: The tasks have crashed. Check the task logs for an earlier "
-                      "error, or scheduler events (e.g. preemption, eviction) to "
-                      "debug further."]
+            lines += self.unhealthy([self.failing], key)
         alive = self.others() if cause == "heartbeat" else list(range(self.tasks))
-        for t in self.rng.permutation(alive):
+        lines += self.aborting([t for t in alive if t not in self.exits])
+        for t in self.exits:
+            lines += self.gloo_traceback(t)
+        return lines
+
+    def unhealthy(self, dead: list[int], key: int | None = None) -> list[str]:
+        """Write the coordinator's list of the tasks whose heartbeats stopped."""
+        if key is None:
+            key = int(self.rng.integers(10**18, 10**19 - 1, dtype=np.uint64))
+        return [self.glog(0, "E", "coordination_service.cc:1549",
+                          f"[{key}] Use error polling to propagate the following "
+                          "error to all tasks: UNAVAILABLE: The following tasks "
+                          "are unhealthy (stopped sending heartbeats):"),
+                *(f"0: {t}" for t in self.rng.permutation(dead)),
+                "0: The tasks have crashed. Check the task logs for an earlier "
+                "error, or scheduler events (e.g. preemption, eviction) to "
+                "debug further."]
+
+    def aborting(self, tasks: list[int]) -> list[str]:
+        """Write each task's end when the coordinator's error reaches it."""
+        lines = []
+        for t in self.rng.permutation(tasks):
             t = int(t)
             lines += [self.glog(t, "E", "coordination_service_agent.cc:289",
                                 "Polled an error from coordination service (this can "
@@ -243,20 +299,34 @@ class _Job:
     # ---- the kinds ---------------------------------------------------------
     def log(self) -> str:
         lines = self.start()
-        k, others = self.failing, self.others()
-        if self.kind.startswith("raise under the hook"):
+        k, others, partners = self.failing, self.others(), self.partners()
+        hooked = self.kind in _HOOKED
+        if hooked:
             lines += self.traceback(k)
+        if self.kind in ("crash under --kill-on-bad-exit", "crash") or hooked:
+            # The partners' all-reduce fails at once. Under the hook they exit
+            # with code 1 too; without it they wait at the shutdown barrier.
+            for p in partners:
+                lines += self.gloo_traceback(p)
+        dead = [k, *partners] if hooked else [k]
+        alive = [t for t in range(self.tasks) if t not in dead]
         if self.kind.endswith("--kill-on-bad-exit"):
-            lines += [self.srun([k], "Exited with exit code 1"),
+            # srun's SIGTERM: JAX's preemption notifier logs it in the tasks
+            # still in their collective, not in one at the shutdown barrier.
+            waiting = [t for t in alive if t not in partners]
+            lines += [*(self.srun(g, "Exited with exit code 1")
+                        for g in self.groups(dead)),
                       "srun: launch/slurm: _step_signal: Terminating "
                       f"StepId={self.id}.0",
                       f"0: {self.cancelled(f'STEP {self.id}.0')}",
-                      *self.sigterm(others),
-                      *(self.srun(g, "Killed") for g in self.groups(others)),
+                      *self.sigterm(waiting),
+                      *(self.srun(g, "Killed") for g in self.groups(alive)),
                       f"srun: Force Terminated StepId={self.id}.0"]
         elif self.kind in ("crash", "raise under the hook"):
-            lines += [*self.heartbeat_ending(), *(self.srun(g, "Aborted")
-                                                  for g in self.groups(others))]
+            lines += [*(self.srun(g, "Exited with exit code 1")
+                        for g in self.groups(dead)),
+                      *self.heartbeat_ending(dead, alive),
+                      *(self.srun(g, "Aborted") for g in self.groups(alive))]
         elif self.kind in ("raise", "finish early"):
             # Process k is alive, at the shutdown barrier, and so are its
             # connections: the others wait in the collective with no error of
@@ -265,9 +335,18 @@ class _Job:
                 lines += self.traceback(k)
             else:
                 lines.append(f"{k}: process {k}: done after {self.step - 1} batches")
-            every = list(range(self.tasks))
-            lines += [*self.barrier("barrier"),
-                      *(self.srun(g, "Aborted") for g in self.groups(every))]
+            # The barrier fails, and as the tasks abort, a partner's all-reduce
+            # may fail before the coordinator's error reaches it: under the
+            # hook that task exits with code 1 (seen with one device a task).
+            race = (self.kind == "finish early" and self.devices == 1
+                    and self.rng.random() < 0.5)
+            lines += self.barrier("barrier", race=race)
+            exits = self.exits
+            aborted = [t for t in range(self.tasks) if t not in exits]
+            lines += [self.srun(g, "Aborted") for g in self.groups(aborted)]
+            if exits:
+                lines += [self.srun(g, "Exited with exit code 1")
+                          for g in self.groups(exits)]
         elif self.kind in ("time limit", "preemption"):
             reason = "TIME LIMIT" if self.kind == "time limit" else "PREEMPTION"
             lines += [self.cancelled(f"JOB {self.id}", reason),
@@ -286,28 +365,33 @@ class _Job:
                       self.srun([k], "Out Of Memory")]
             if self.rng.random() < 0.5:
                 lines += [self.srun([k], "Exited with exit code 1")]
-            # The others still wait for task k: srun ends them (under
-            # --kill-on-bad-exit), or the coordinator misses k's heartbeats.
+            # The partners' all-reduce fails; the others still wait for task
+            # k: srun ends them (under --kill-on-bad-exit), or the coordinator
+            # misses k's heartbeats.
+            for p in partners:
+                lines += self.gloo_traceback(p)
             if self.rng.random() < 0.5:
+                waiting = [t for t in others if t not in partners]
                 lines += [f"0: {self.cancelled(f'STEP {self.id}.0')}",
-                          *self.sigterm(others),
+                          *self.sigterm(waiting),
                           *(self.srun(g, "Killed") for g in self.groups(others))]
             else:
-                lines += [*self.gloo_traceback(int(self.rng.choice(others))),
-                          *self.barrier("heartbeat"),
+                lines += [*self.heartbeat_ending([k], others),
                           *(self.srun(g, "Aborted") for g in self.groups(others))]
         return "\n".join(lines) + "\n"
 
-    def heartbeat_ending(self) -> list[str]:
-        """Task k is gone: a partner's collective fails, the heartbeats stop.
+    def heartbeat_ending(self, dead: list[int], alive: list[int]) -> list[str]:
+        """Write the end of a job whose ``dead`` tasks stopped their heartbeats.
 
-        The tasks next to it in Gloo's ring lose their connection and raise
-        (one traceback here); each then waits at the shutdown barrier, which
-        the coordinator fails once task k missed its heartbeats.
+        A partner that raised without the hook waits at the shutdown barrier,
+        which the coordinator then fails ("Task k heartbeat timeout"); with
+        no task at the barrier (a hook, or no partner) it only lists the
+        tasks that stopped sending heartbeats, and the others abort.
         """
-        k, others = self.failing, self.others()
-        return [*self.gloo_traceback(int(self.rng.choice(others))),
-                self.srun([k], "Exited with exit code 1"), *self.barrier("heartbeat")]
+        at_barrier = [p for p in self.partners() if p not in dead]
+        if at_barrier:
+            return self.barrier("heartbeat")
+        return [*self.unhealthy(dead), *self.aborting(alive)]
 
     def sacct(self) -> str:
         state, code = {
@@ -352,20 +436,21 @@ def answer(job_id: int) -> tuple[str, str]:
     return job.ending, job.fix
 
 
-def job_calls(count: int | None = None, first: int | None = None
-              ) -> Callable[[np.random.Generator], tuple]:
+def job_calls(count: int | None = None, first: int | None = None,
+              jobs: tuple[int, ...] = ()) -> Callable[[np.random.Generator], tuple]:
     """Build inputs: consecutive jobs from a random (or given) first number.
 
     ``count`` jobs (by default two of every kind) from ``first``, or from a
-    number drawn by the case's generator; each labelled by the call that a
-    learner can paste.
+    number drawn by the case's generator, or the given ``jobs``; each
+    labelled by the call that a learner can paste.
     """
     count = 2 * len(KINDS) if count is None else count
 
     def build(rng: np.random.Generator) -> tuple:
         start = int(rng.integers(100, 99_000)) if first is None else first
+        chosen = jobs or range(start, start + count)
         return ([(f"job_ending(job_log({j}), sacct_line({j}))",
-                  (job_log(j), sacct_line(j))) for j in range(start, start + count)],)
+                  (job_log(j), sacct_line(j))) for j in chosen],)
 
     return build
 

@@ -230,10 +230,28 @@ def _job_exit_code_alone(reference, log, sacct):
 
 
 def _job_barrier_first(reference, log, sacct):
-    # "Shutdown barrier has failed" read before "heartbeat timeout".
+    # "Shutdown barrier has failed" read before the stopped heartbeats.
     if sacct.split()[2] == "FAILED" and "Shutdown barrier has failed" in log:
-        return reference(log.replace("heartbeat timeout", ""), sacct)
+        return reference(log.replace("stopped sending heartbeats", ""), sacct)
     return reference(log, sacct)
+
+
+def _job_heartbeat_timeout_words(reference, log, sacct):
+    # Only "Task N heartbeat timeout" read as the heartbeat's ending: JAX
+    # writes it only when a task waits at the shutdown barrier.
+    if "heartbeat timeout" not in log:
+        return reference(log.replace("stopped sending heartbeats", ""), sacct)
+    return reference(log, sacct)
+
+
+def _job_any_traceback_raised(reference, log, sacct):
+    # At the shutdown barrier, any traceback taken for a process that raised.
+    ending, fix = reference(log, sacct)
+    if ending == "shutdown barrier":
+        raised = "Traceback" in log
+        return ending, ("exit at once on an exception" if raised
+                        else "agree on the number of steps")
+    return ending, fix
 
 
 def _job_state_alone(reference, log, sacct):
@@ -357,7 +375,8 @@ def job_ending_mistakes(reference: Callable) -> dict[str, Callable]:
         _job_failed_is_heartbeat, _job_cancelled_unless_preemption,
         _job_exit_code_line, _job_heartbeat_fixes_task, _job_kill_adds_option,
         _job_word_preemption, _job_abort_is_heartbeat, _job_memory_unread,
-        _job_barrier_always_raised)}
+        _job_barrier_always_raised, _job_heartbeat_timeout_words,
+        _job_any_traceback_raised)}
 
 
 # ---- the tables of the cluster exercises ------------------------------------
@@ -445,8 +464,8 @@ def job_ending_table(reference: Callable) -> list[Mistake]:
     return [
         Mistake("srun's 'Exited with exit code 1' names the task that failed "
                 "first, not what ended the others: without --kill-on-bad-exit "
-                "they waited for JAX's heartbeat timeout ('Task N heartbeat "
-                "timeout' in the log)", wrong["exit_code_alone"]),
+                "they waited for JAX's heartbeat timeout (the tasks that "
+                "'stopped sending heartbeats', in the log)", wrong["exit_code_alone"]),
         Mistake("a heartbeat timeout fails the shutdown barrier too, so the log "
                 "has both messages: the heartbeat timeout is what ended the job",
                 wrong["barrier_first"]),
@@ -490,12 +509,22 @@ def job_ending_table(reference: Callable) -> list[Mistake]:
                 "advice): only Slurm says that a job was preempted",
                 wrong["word_preemption"]),
         Mistake("a failed shutdown barrier aborts the processes too (exit code "
-                "134, 'Terminating process'): without 'heartbeat timeout' in the "
-                "log, no heartbeat ended this job", wrong["abort_is_heartbeat"]),
+                "134, 'Terminating process'): with no task that 'stopped sending "
+                "heartbeats' in the log, no heartbeat ended this job",
+                wrong["abort_is_heartbeat"]),
         Mistake("OUT_OF_MEMORY is a state that names its ending by itself, as "
                 "TIMEOUT and PREEMPTED do: the log is read for FAILED alone",
                 wrong["memory_unread"]),
         Mistake("a process at the shutdown barrier either raised or finished "
                 "early: only the first leaves an error of the program's own in "
                 "the log", wrong["barrier_always_raised"]),
+        Mistake("JAX writes 'Task N heartbeat timeout' only when a task waits at "
+                "the shutdown barrier: under the course's hook none does, and the "
+                "coordinator only lists the tasks that 'stopped sending "
+                "heartbeats'. That list is the heartbeat's ending",
+                wrong["heartbeat_timeout_words"]),
+        Mistake("a traceback of jax.errors.JaxRuntimeError ('Gloo all-reduce "
+                "failed') is a task whose partner was aborting, not a raise: at "
+                "the shutdown barrier only an error of the program's own means "
+                "that a process raised", wrong["any_traceback_raised"]),
     ]

@@ -166,11 +166,12 @@ def job_ending(log, sacct):
     """Return what ended a job, and the fix, from its log and its ``sacct`` line.
 
     The state says it for a time limit, a preemption and memory. A FAILED job
-    was ended by JAX's heartbeat timeout, by its shutdown barrier, or by srun
+    was ended by JAX's heartbeat timeout (the coordinator lists the tasks
+    that "stopped sending heartbeats"), by its shutdown barrier, or by srun
     (``--kill-on-bad-exit``), in that order of reading: a heartbeat timeout
     fails the shutdown barrier too. At the barrier, a process raised only if
     the log has an error of the program's own; a process that finished early
-    leaves only the others' ``JaxRuntimeError``.
+    leaves at most the others' ``JaxRuntimeError``.
     """
     state = sacct.split()[2]  # JobName Partition State ExitCode
     if state == "TIMEOUT":
@@ -179,7 +180,7 @@ def job_ending(log, sacct):
         return "preemption", "save, and submit with --requeue"
     if state == "OUT_OF_MEMORY":
         return "out of memory", "ask for more memory"
-    if "heartbeat timeout" in log:
+    if "stopped sending heartbeats" in log:
         return "heartbeat timeout", "add --kill-on-bad-exit=1"
     if "Shutdown barrier has failed" in log:
         # "2: RuntimeError: ...", not "3: jax.errors.JaxRuntimeError: ..."
@@ -515,6 +516,12 @@ register(
         cases=[
             Case("one job of each kind, jobs 1000 to 1008 (each ending and fix "
                  "compared by its name)", job_calls(9, first=1000),
+                 runner=each_call(ending_choice), dtype="any"),
+            Case("three jobs in which a partner's all-reduce failed: 1002 (a raise "
+                 "under the hook), 1013 (an early finish) and 1017 (a raise under "
+                 "the hook, with --kill-on-bad-exit); beside them 1003 (a raise), "
+                 "1004 (an early finish) and 1007 (out of memory)",
+                 job_calls(jobs=(1002, 1013, 1017, 1003, 1004, 1007)),
                  runner=each_call(ending_choice), dtype="any"),
             Case("27 jobs from a random number on (seed 21)", job_calls(27),
                  runner=each_call(ending_choice), seed=21, dtype="any"),

@@ -236,8 +236,8 @@ def test_job_logs_carry_the_real_messages_of_their_ending() -> None:
 
     said = {  # what JAX 0.10.2 and Slurm print, as in chapter 8's jobs
         "kill-on-bad-exit": ["Exited with exit code 1", "Killed", "SIGTERM caught"],
-        "heartbeat timeout": ["heartbeat timeout", "Shutdown barrier has failed",
-                              "Exited with exit code 1", "Aborted"],
+        "heartbeat timeout": ["stopped sending heartbeats", "Exited with exit code 1",
+                              "Aborted"],
         "shutdown barrier": ["Shutdown barrier has failed", "Barrier timed out",
                              "Aborted"],
         "time limit": ["CANCELLED AT", "DUE TO TIME LIMIT", "SIGTERM caught"],
@@ -330,3 +330,32 @@ def test_a_finished_process_is_never_called_hung(monkeypatch) -> None:
                              r"times in scenario 1 and finished; process 1 called "
                              r"step\(\) 2 times in scenario 1 and was still waiting"):
         multiprocess_harness._launch_worker("", _answer, [((2, 2), 1)], 1)
+
+
+def test_job_ending_rejects_any_traceback_read_as_a_raise() -> None:
+    # Issue #66: at the shutdown barrier, a partner's JaxRuntimeError (its
+    # all-reduce failed as the others aborted, under the hook) is no raise.
+    def any_traceback(log, sacct):
+        ending, fix = multiprocess.job_ending(log, sacct)
+        if ending == "shutdown barrier":
+            return ending, ("exit at once on an exception" if "Traceback" in log
+                            else "agree on the number of steps")
+        return ending, fix
+
+    result = check("multiprocess.job_ending", any_traceback)
+    assert not result.passed
+    assert "job_log(1013)" in failures(result)
+    assert "is a task whose partner was aborting, not a raise" in failures(result)
+
+
+def test_job_ending_names_the_heartbeat_timeout_read_from_its_words() -> None:
+    # Under the hook nobody waits at the barrier: no "Task N heartbeat timeout".
+    def words(log, sacct):
+        if "heartbeat timeout" not in log and "stopped sending heartbeats" in log:
+            return "kill-on-bad-exit", "fix the failing task"
+        return multiprocess.job_ending(log, sacct)
+
+    result = check("multiprocess.job_ending", words)
+    assert not result.passed
+    assert "only lists the tasks that 'stopped sending heartbeats'" in failures(result)
+

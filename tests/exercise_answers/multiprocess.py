@@ -479,7 +479,7 @@ _BY_STATE = {"TIMEOUT": ("time limit", _LATER), "PREEMPTED": ("preemption", _REQ
 
 
 def _failed(log):  # correct, for a FAILED job
-    if "heartbeat timeout" in log:
+    if "stopped sending heartbeats" in log:
         return "heartbeat timeout", "add --kill-on-bad-exit=1"
     if "Shutdown barrier has failed" in log:
         import re
@@ -501,11 +501,11 @@ def job_barrier_before_heartbeat(log, sacct):
     if state in _BY_STATE:
         return _BY_STATE[state]
     if "Shutdown barrier has failed" in log:
-        return _failed(log.replace("heartbeat timeout", "heartbeat"))
+        return _failed(log.replace("stopped sending heartbeats", "heartbeat"))
     return _failed(log)
 
 
-def job_any_traceback(log, sacct):  # correct: no partner leaves a barrier job
+def job_any_traceback(log, sacct):  # wrong: a partner's all-reduce may fail there
     state = sacct.split()[2]
     if state in _BY_STATE:
         return _BY_STATE[state]
@@ -548,7 +548,7 @@ def job_barrier_means_steps(log, sacct):
     state = sacct.split()[2]
     if state in _BY_STATE:
         return _BY_STATE[state]
-    if "heartbeat timeout" in log:
+    if "stopped sending heartbeats" in log:
         return "heartbeat timeout", "add --kill-on-bad-exit=1"
     if "Shutdown barrier has failed" in log:
         return "shutdown barrier", "agree on the number of steps"
@@ -627,7 +627,7 @@ def job_line_by_line(log, sacct):  # correct: reads the log once, as a list
     seen = set()
     for line in log.splitlines():
         text = line.split(": ", 1)[-1]
-        if "heartbeat timeout" in text:
+        if "stopped sending heartbeats" in text:
             seen.add("heartbeat")
         elif "Shutdown barrier has failed" in text:
             seen.add("barrier")
