@@ -45,7 +45,10 @@ The package is split at its seams; everything public is importable from here:
 :mod:`~jaxcourse.launch.output`
     reading the ranks' output and putting a failure into words;
 :mod:`~jaxcourse.launch.result`
-    :class:`LaunchResult` and the errors a launch raises.
+    :class:`LaunchResult` and the errors a launch raises;
+:mod:`~jaxcourse.launch.process_groups`
+    which processes each collective of a compiled program joins, read from
+    its replica groups (imported by its own name: it needs NumPy).
 """
 
 from __future__ import annotations
