@@ -29,6 +29,7 @@ RESULT = "RESULT-JSON:"
 #: What a worker's watchdog prints before it ends a process left waiting.
 HUNG = "HUNG-AFTER-PARTNER-LEFT"
 _STEP = re.compile(r"^scenario (\d+): step (\d+) of process")
+_STARTED = re.compile(r"^scenario (\d+): started by process")
 
 #: The start of both worker scripts: the launch, a mesh of every device of
 #: every process, and how the learner's function is read (:func:`load`, from
@@ -167,6 +168,7 @@ def warm_up():
 def run(function):
     results = []
     for scenario, (sizes, batch_size) in enumerate(scenarios, start=1):
+        print(f"scenario {scenario}: started by process {rank}", flush=True)
         local_data = 1000.0 * rank + np.arange(sizes[rank], dtype=np.float32)
         out = function(local_data, batch_size, make_step(scenario, batch_size))
         results.append([float(v) for v in out])
@@ -193,7 +195,8 @@ def warm_up():
 
 def run(function):
     results = []
-    for num_rows, lengths, max_len in scenarios:
+    for scenario, (num_rows, lengths, max_len) in enumerate(scenarios, start=1):
+        print(f"scenario {scenario}: started by process {rank}", flush=True)
         # Each process holds rows of its own length, as after padding locally.
         length = lengths[rank]
         local = 100.0 * (rank + 1) + np.arange(num_rows * length, dtype=np.float32)
@@ -246,18 +249,36 @@ def hang_message(result: Any, seconds: float | None) -> str:
     worker's watchdog ended a process that waited for a partner that had
     left (:data:`PATIENCE`).
     """
-    stepped = any(steps_called(result.lines(r)) for r in range(result.num_processes))
+    ranks = range(result.num_processes)
+    stepped = any(steps_called(result.lines(r)) for r in ranks)
+    finished = finished_ranks(result)
+
+    at = {rank: _progress(result.lines(rank)) for rank in ranks}
     parts = []
-    for rank in range(result.num_processes):
-        lines = result.lines(rank)
-        done = any(line.startswith(RESULT) for line in lines)
-        steps = steps_called(lines)
+    for rank in ranks:
+        steps = steps_called(result.lines(rank))
         did = f"process {rank}"
         if stepped:
             where = f" in scenario {max(steps)}" if steps else ""
             did += f" called step() {steps[max(steps)] if steps else 0} times{where}"
             did += " and"
-        parts.append(did + (" finished" if done else " was still waiting"))
+        # What a process that had not finished was waiting for, as far as the
+        # processes' output tells: a partner that had left, or one elsewhere
+        # (behind, or gone on to another collective); otherwise it ran (its
+        # own code, or a collective every process was in).
+        elsewhere = [r for r in ranks if r != rank and at[r] != at[rank]]
+        if rank in finished:
+            parts.append(did + " finished")
+        elif finished:
+            parts.append(did + f" was still waiting for {_processes(finished)}, "
+                         "which had finished and left")
+        elif elsewhere and at[rank] != (0, 0):
+            others = " and ".join(f"process {r} at {_place(at[r])}" for r in elsewhere)
+            parts.append(did + f" was still waiting at {_place(at[rank])} for "
+                         f"{others}")
+        else:
+            parts.append(did + " was still running (in your code, or in a "
+                         "collective every process was in)")
     if seconds is None:
         head = (f"a process waited in a collective for a partner that had already "
                 f"left, and was stopped after {PATIENCE:g} s: ")
@@ -267,6 +288,30 @@ def hang_message(result: Any, seconds: float | None) -> str:
             "times") if stepped else ("every process must make the same "
                                       "collectives, the same number of times")
     return head + "; ".join(parts) + " — " + rule
+
+
+def _progress(lines: list[str]) -> tuple[int, int]:
+    """How far a process got: its last scenario started, and its steps there."""
+    scenario, steps = 0, 0
+    for line in lines:
+        if m := _STARTED.match(line):
+            scenario, steps = int(m[1]), 0
+        elif (m := _STEP.match(line)) and int(m[1]) == scenario:
+            steps = int(m[2])
+    return scenario, steps
+
+
+def _place(progress: tuple[int, int]) -> str:
+    scenario, steps = progress
+    if not scenario:
+        return "its start"
+    return (f"step() call {steps} of scenario {scenario}" if steps
+            else f"the start of scenario {scenario}")
+
+
+def _processes(ranks: list[int]) -> str:
+    return ("process " if len(ranks) == 1 else "processes ") + " and ".join(
+        str(r) for r in ranks)
 
 
 def uneven_steps(result: Any, scenarios: int) -> str:

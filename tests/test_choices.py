@@ -64,7 +64,8 @@ def test_no_pattern_of_numbers_is_read_into_choices() -> None:
 @pytest.mark.parametrize(("got", "words"), [
     (P(None, "tp"), "dimension 1 is sharded over 'tp', expected 'model'"),
     (P("model"), "dimension 0 is sharded over 'model', expected None (kept whole); "
-     "dimension 1 is whole (None), expected 'model'"),
+     "dimension 1 is whole (None), expected 'model' — the mesh axes are on each "
+     "other's dimensions: P('model', None) for P(None, 'model')"),
     (P(None, ("model",)), ""),  # one axis in a tuple is that axis
 ])
 def test_a_spec_is_compared_dimension_by_dimension(got: P, words: str) -> None:

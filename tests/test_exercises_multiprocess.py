@@ -328,8 +328,25 @@ def test_a_finished_process_is_never_called_hung(monkeypatch) -> None:
     with pytest.raises(multiprocess_harness.ProcessesOutOfStepError,
                        match=r"hung and were ended .* process 0 called step\(\) 3 "
                              r"times in scenario 1 and finished; process 1 called "
-                             r"step\(\) 2 times in scenario 1 and was still waiting"):
+                             r"step\(\) 2 times in scenario 1 and was still waiting "
+                             r"for process 0, which had finished and left"):
         multiprocess_harness._launch_worker("", _answer, [((2, 2), 1)], 1)
+    # Neither finished: each is said to wait where it was, for the other
+    # where it was (one gone on to scenario 2's collectives, one behind).
+    started = "scenario {}: started by process {}\n"
+    apart = [started.format(1, 0) + steps(0, 2),
+             started.format(1, 1) + steps(1, 2) + started.format(2, 1)]
+    monkeypatch.setattr(multiprocess_harness, "launcher",
+                        lambda: (_timed_out_launch(apart), "a stand-in"))
+    with pytest.raises(multiprocess_harness.ProcessesOutOfStepError) as raised:
+        multiprocess_harness._launch_worker("", _answer, [((2, 2), 1)], 1)
+    said = str(raised.value)
+    assert ("process 0 called step() 2 times in scenario 1 and was still waiting "
+            "at step() call 2 of scenario 1 for process 1 at the start of "
+            "scenario 2") in said, said
+    assert ("process 1 called step() 2 times in scenario 1 and was still waiting "
+            "at the start of scenario 2 for process 0 at step() call 2 of "
+            "scenario 1") in said, said
 
 
 def test_job_ending_rejects_any_traceback_read_as_a_raise() -> None:

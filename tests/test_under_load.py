@@ -14,6 +14,7 @@ tests started is left running.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -182,6 +183,7 @@ def test_a_class_is_graded_alike_under_load(busy_cores, tmp_path: Path) -> None:
 
 PIDFILE_CHILD = """
 import os
+import re
 import subprocess
 import sys
 import time
@@ -264,3 +266,74 @@ def test_the_load_clock_keeps_a_sleep_and_leaves_out_the_waits(busy_cores) -> No
             clock.wall(), clock.waited(), clock.elapsed())
     assert clock.elapsed() >= 0.9
 
+
+
+# ---- what a learner waits for an endless answer, in a real kernel -------------
+
+# Eight busy loops started by the kernel itself: in its session, so that the
+# scheduler shares the cores between them and the kernel's own work as it
+# does for other programs the learner runs (a loop in another session, as
+# the fixtures start them, gets its own share of the machine under Linux's
+# autogroups, and leaves the kernel most of a core).
+LOAD_CELL = """
+import os, subprocess, sys
+import jaxcourse.exercises
+busy = [subprocess.Popen([sys.executable, "-c", {busy!r}, str(os.getpid())],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        for _ in range({loops})]
+"""
+
+ENDLESS_CELL = """
+from jaxcourse.exercises import check
+
+def count_params(*args, **kwargs):
+    while True:
+        pass
+
+result = check("transformer.count_params", count_params{limit})
+said = [f.message for f in result.feedback if not f.passed][0]
+print("SAID:" + said)
+"""
+
+
+def test_an_endless_answers_message_says_how_long_the_learner_waited() -> None:
+    """#65 item 4: at a load of 8 the message gives the wall time, within 20 %.
+
+    The cell runs in a Jupyter kernel, as JupyterLab runs it, and is timed
+    from the request to the reply, which is when the learner reads it. The
+    limit (10 s for this exercise's first test) is counted in the kernel's
+    own time, so the learner waits several times longer.
+    """
+    from jupyter_client.manager import start_new_kernel
+
+    # The Check button's limit is 10 s; 3 s says the same in a third of the
+    # suite's time (the 10 s limit measured so: see the CHANGELOG, #65).
+    limit = os.environ.get("JAXCOURSE_ENDLESS_LIMIT", "3.0")
+    cell = ENDLESS_CELL.replace("{limit}", f", time_limit={limit}" if limit else "")
+    manager, client = start_new_kernel(kernel_name="python3", cwd=str(ROOT))
+    try:
+        loops = CONTRACT_LOOPS_PER_CORE * max(2, os.cpu_count() or 2)
+        client.execute_interactive(LOAD_CELL.format(busy=BUSY, loops=loops),
+                                   timeout=300)
+        printed: list[str] = []
+
+        def output(msg: dict) -> None:
+            if msg["msg_type"] == "stream":
+                printed.append(msg["content"]["text"])
+
+        started = time.monotonic()
+        reply = client.execute_interactive(cell, timeout=600,
+                                           output_hook=output)
+        waited = time.monotonic() - started
+        client.execute_interactive("for loop in busy: loop.kill()", timeout=60)
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    said = "".join(printed).partition("SAID:")[2]
+    within = re.search(r"did not finish within (\d+) s", said)
+    clock = re.search(r"stopped after (\d+) s on the clock", said)
+    assert within and clock, (said, waited)  # the wait is said beside the limit
+    assert abs(float(clock[1]) - waited) <= 0.2 * waited, (said, waited)
+    assert waited > 1.5 * float(within[1]), (said, waited)  # the load was real
+    print(f"waited {waited:.1f} s; said: {said}")

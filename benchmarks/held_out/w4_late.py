@@ -2075,6 +2075,8 @@ def _rows(*functions):
 
 
 _ALL = [value for name, value in dict(globals()).items()
-        if callable(value) and "__" in name and not name.startswith("_")]
+        if callable(value) and "__" in name and not name.startswith("_")
+        # job_ending's answers were written against the job logs before commit 260ae7a: see w5_job_ending.py
+        and not name.startswith("job_ending__")]
 ANSWERS = _rows(*[f for f in _ALL if "__right_" not in f.__name__])  # the wrong ones
 RIGHT = _rows(*[f for f in _ALL if "__right_" in f.__name__])  # the right ones

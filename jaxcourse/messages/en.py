@@ -63,6 +63,9 @@ TEXTS: dict[str, str] = {
     "value computed inside jit/grad/vmap in a global?)",
     "timeout": "did not finish within {seconds:g} s, so it was stopped: {likely}",
     # What typically never ends (a case's ``endless``), said after "timeout".
+    "timeout_busy": "did not finish within {seconds:g} s of its own time, so it was "
+    "stopped after {wall:.0f} s on the clock (other programs held the cores "
+    "meanwhile): {likely}",
     "endless_loop": "a loop that never ends? For example a `while` loop whose "
     "condition never changes",
     "endless_repeat": "a dataset that never runs out? `.repeat()` without a count "
@@ -203,6 +206,117 @@ TEXTS: dict[str, str] = {
     "relation_minus_input": "it is the expected value minus {amount}: is a part of "
                             "the answer left out?",
     "relation_off_by_one_named": "it is off by one: {got} where {want} is meant",
+    "rel_transposed": "the right values, transposed: the two axes are swapped (a .T "
+    "too many or too few, or a product's operands in the other order?)",
+    "rel_unit_axis_extra": "the right values with an extra axis of length 1: a "
+    "reshape, an [:, None] or a keepdims=True too many?",
+    "rel_unit_axis_missing": "the right values without their axis of length 1: a "
+    "squeeze or an index too many?",
+    "rel_reshaped": "the right values, in their order, but in shape {got}: reshaped "
+    "to the wrong shape?",
+    "rel_reduced_all": "it is the {op} of all the expected values: one number where "
+    "one value per entry was meant (reduced over every axis)",
+    "rel_reduced": "it is the {op} of the expected values over axis {axes}: reduced "
+    "over an axis that should stay",
+    "rel_not_reduced": "the {op} of your values over axis {axes} is the expected "
+    "value: that {op} is left out",
+    "rel_first_part": "these are the first {m} of the {n} expected along axis "
+    "{axis}: the last {rest} are left out (a last, smaller part dropped?)",
+    "rel_last_part": "these are the last {m} of the {n} expected along axis {axis}: "
+    "the first {rest} are left out",
+    "rel_more_after": "your first {n} along axis {axis} are the expected values, "
+    "and {rest} more follow them",
+    "rel_more_before": "your last {n} along axis {axis} are the expected values, "
+    "and {rest} more come before them",
+    "rel_repeated": "the expected values {k} times over, side by side along axis "
+    "{axis}: copies put together where one was meant",
+    "rel_axis_times": "axis {axis} has {got} entries where {expected} were "
+    "expected: {k} times as many",
+    "rel_axis_part": "axis {axis} has {got} entries where {expected} were "
+    "expected: 1/{k} of them",
+    "rel_same_slices": "all {n} slices along axis 0 are the same, where the "
+    "expected ones differ: one value (one draw of noise, say) reused for each?",
+    "rel_reversed": "the right values in reverse order along axis {axis}",
+    "rel_sorted": "the right values, sorted: the order they were expected in is lost",
+    "rel_rows_reordered": "the right slices along axis 0, in another order: "
+    "shuffled, or ordered by something else?",
+    "rel_within_rows": "each slice along axis 0 holds its right values, in another "
+    "order",
+    "rel_reordered": "the right values, in another order",
+    "rel_truncated": "whole numbers where fractions were expected: each is the "
+    "expected value with its fraction cut off (an integer division // or a cast "
+    "to int?)",
+    "rel_float_for_int": "the right whole numbers, stored as {got} where {expected} "
+    "was expected: a division / or a conversion changed the type",
+    "rel_other_float": "the right values, in {got} where {expected} was expected: "
+    "converted to another precision?",
+    "rel_extra_items": "the expected value is the {ordinal} of the {count} items "
+    "returned: return it alone",
+    "rel_only_part": "this is only {part} of the expected {structure}: return the "
+    "whole of it",
+    "rel_items_more": "{got} items where {expected} were expected: the first "
+    "{expected} are right, and {extra} more follow",
+    "rel_items_more_empty": "{got} items where {expected} were expected: the first "
+    "{expected} are right, and the last is empty",
+    "rel_items_fewer": "{got} of the {expected} expected items, each right: the "
+    "rest ({missing}) are missing",
+    "rel_unstacked": "a list of {n} trees, where one tree was expected whose every "
+    "array holds the {n} along a new first axis: stack them, leaf by leaf",
+    "spec_swapped": "the mesh axes are on each other's dimensions: {got} for "
+    "{expected}",
+    "op_sum": "sum",
+    "op_mean": "mean",
+    "op_max": "maximum",
+    "op_min": "minimum",
+    "err_axis_not_in_mesh": "the spec names mesh axis {axis}, which this test's "
+    "mesh does not have (its axes: {axes}): take the axis names from the mesh you "
+    "are given, not from an example",
+    "err_unbound_axis": "a collective names axis {axis}, which nothing around it "
+    "binds: inside shard_map use the mesh's axis names, inside vmap or pmap the "
+    "axis_name given to it",
+    "err_vmap_sizes": "vmap maps arguments whose mapped axes differ in length: an "
+    "argument every item shares should get None in in_axes, or the axes mapped "
+    "are not the batch's",
+    "err_vmap_rank": "vmap maps an argument that has no axis {axis} (a single "
+    "number?): give it None in in_axes; keyword arguments are always mapped, so "
+    "pass a shared one by position or close over it",
+    "err_reshape": "the shape asked for, {shape}, does not hold the {size} values "
+    "there are: a size written in, or computed from the wrong quantity? Take the "
+    "sizes from the input's shape",
+    "err_truth_value": "a Python if, and, or or a chained comparison on an array, "
+    "which has one truth value per entry: use jnp.where, jnp.maximum or another "
+    "operation on arrays",
+    "err_index_by_name": "a {kind} indexed by a name: these items are {kind}s, "
+    "read by position, not dicts",
+    "err_block_and_whole": "a size of {small} met a size of {large} = {k} × "
+    "{small}: one operand is a device's block and the other the whole array over "
+    "{k} devices; their specs (or the axes they are split over) differ",
+    "err_contracting": "a product sums over axes of sizes {a} and {b}, which must "
+    "agree: the operands' axes are not the ones meant (a transpose, or the wrong "
+    "axis mapped or split?)",
+    "err_tracer_sharding": "under jit an array's .sharding cannot be read: "
+    "jax.typeof(x).sharding gives its layout",
+    "err_not_divisible": "a spec splits an argument's axis over a number of "
+    "devices that does not divide its length: the mesh axis is on the wrong "
+    "dimension, or the axes are swapped?",
+    "err_out_replication": "out_specs leaves a mesh axis out, which says the "
+    "result is the same on every device of that axis, and nothing makes it so: "
+    "reduce over that axis first (psum), or name it in out_specs",
+    "err_ring_count": "the ring's pairs name {named} devices where the axis has "
+    "{devices}: build them from the axis's size (jax.lax.axis_size), not from a "
+    "number written in",
+    "err_scatter_untiled": "psum_scatter without tiled=True needs the scattered "
+    "axis to have exactly {count} entries, one per device; tiled=True splits an "
+    "axis of {size} into blocks",
+    "err_concatenate_numbers": "concatenate joins arrays along an axis they "
+    "already have, and these are single numbers: stack them (np.stack) to make a "
+    "new axis",
+    "err_stack_shapes": "the arrays stacked differ in shape: parts of different "
+    "kinds (an image and a label?) stacked together, where each kind is stacked "
+    "on its own",
+    "err_ragged": "an array made from items of different shapes or nested "
+    "sequences: the items are not all alike (pairs to split into their parts "
+    "first?)",
     "reduced_axis": "the shape is that of an input reduced along axis {got}, "
     "where axis {expected} was expected: the wrong axis?",
     "array_for_number": "an array where a single number was expected: a sum, a "

@@ -52,6 +52,8 @@ TEXTS: dict[str, str] = {
     "tracer_leak": "有 JAX tracer 逃出了转换"
     "（是否把 jit/grad/vmap 内算出的值存进全局变量？）",
     "timeout": "{seconds:g} 秒内没有完成，已停止：{likely}",
+    "timeout_busy": "它自己的 {seconds:g} 秒内没有完成，时钟上过了 {wall:.0f} "
+    "秒时被停止（这段时间其他程序也占着 CPU 核心）：{likely}",
     "endless_loop": "是否有永不结束的循环？例如条件永远不变的 `while` 循环",
     "endless_repeat": "数据集是否永远取不完？没有给次数的 `.repeat()` "
     "会无限重复数据集，遍历它就永远不会结束",
@@ -159,6 +161,93 @@ TEXTS: dict[str, str] = {
                            "去了？",
     "relation_minus_input": "这是预期值减去 {amount}：是不是漏了答案的一部分？",
     "relation_off_by_one_named": "差了一：该用 {want} 的地方用了 {got}",
+    "rel_transposed": "数值都对，但转置了：两个轴对调（多写或少写了一个 .T，"
+    "或乘积的两个操作数顺序反了？）",
+    "rel_unit_axis_extra": "数值都对，但多了一个长度为 1 的轴：多了一次 reshape、"
+    "[:, None] 或 keepdims=True？",
+    "rel_unit_axis_missing": "数值都对，但少了长度为 1 的那个轴：多了一次 squeeze "
+    "或索引？",
+    "rel_reshaped": "数值和顺序都对，但形状是 {got}：reshape 成错的形状了？",
+    "rel_reduced_all": "这是所有预期值的{op}：该逐项给值的地方只给了一个数"
+    "（沿每个轴都归约了）",
+    "rel_reduced": "这是预期值沿第 {axes} 轴的{op}：沿一个该保留的轴归约了",
+    "rel_not_reduced": "你的值沿第 {axes} 轴取{op}才是预期值：少了这一步{op}",
+    "rel_first_part": "这是沿第 {axis} 轴预期的 {n} 个中的前 {m} 个：后面 {rest} "
+    "个漏掉了（最后较小的那一份被丢掉了？）",
+    "rel_last_part": "这是沿第 {axis} 轴预期的 {n} 个中的后 {m} 个：前面 {rest} "
+    "个漏掉了",
+    "rel_more_after": "沿第 {axis} 轴，你的前 {n} 个就是预期值，后面又多了 {rest} 个",
+    "rel_more_before": "沿第 {axis} 轴，你的后 {n} 个就是预期值，前面多了 {rest} 个",
+    "rel_repeated": "这是预期值沿第 {axis} 轴并排重复了 {k} 次：只要一份的地方"
+    "放了好几份",
+    "rel_axis_times": "第 {axis} 轴有 {got} 个元素，预期 {expected} 个：是 {k} 倍",
+    "rel_axis_part": "第 {axis} 轴有 {got} 个元素，预期 {expected} 个：只有 {k} "
+    "分之一",
+    "rel_same_slices": "沿第 0 轴的 {n} 个切片全都一样，预期的却各不相同："
+    "同一份值（例如同一次抽出的随机数）被重复用了？",
+    "rel_reversed": "数值都对，但沿第 {axis} 轴顺序反了",
+    "rel_sorted": "数值都对，但被排序了：预期的顺序不见了",
+    "rel_rows_reordered": "沿第 0 轴的各个切片都对，但顺序不同：被打乱了，"
+    "或按别的东西排序了？",
+    "rel_within_rows": "沿第 0 轴的每个切片都有它该有的值，但顺序不同",
+    "rel_reordered": "数值都对，但顺序不同",
+    "rel_truncated": "预期是小数，得到的却是整数：每个都是预期值去掉小数部分"
+    "（用了整数除法 //，或转成了 int？）",
+    "rel_float_for_int": "整数值都对，但类型是 {got}，预期 {expected}：除法 / "
+    "或某次转换改了类型",
+    "rel_other_float": "数值都对，但类型是 {got}，预期 {expected}：转成了别的精度？",
+    "rel_extra_items": "预期值是你返回的 {count} 项中的第 {n} 项：只返回它就好",
+    "rel_only_part": "这只是预期值 {structure} 的{part}：要返回整个值",
+    "rel_items_more": "有 {got} 项，预期 {expected} 项：前 {expected} 项都对，"
+    "后面又多了 {extra} 项",
+    "rel_items_more_empty": "有 {got} 项，预期 {expected} 项：前 {expected} 项都对，"
+    "最后一项是空的",
+    "rel_items_fewer": "预期 {expected} 项，只有 {got} 项，每项都对：最后 {missing} "
+    "项不见了",
+    "rel_unstacked": "这是 {n} 棵树的列表，预期的是一棵树，它的每个数组沿新的第一个"
+    "轴放着这 {n} 份：要逐叶用 jnp.stack 合起来",
+    "spec_swapped": "网格轴放到了彼此的维度上：预期 {expected}，得到 {got}",
+    "op_sum": "总和",
+    "op_mean": "平均",
+    "op_max": "最大值",
+    "op_min": "最小值",
+    "err_axis_not_in_mesh": "规格用了网格轴 {axis}，但这个测试的网格没有这个轴"
+    "（它的轴是 {axes}）：轴名要从给你的网格取，别照抄范例",
+    "err_unbound_axis": "集合运算用了轴 {axis}，但外层没有任何东西绑定它："
+    "在 shard_map 里用网格的轴名，在 vmap 或 pmap 里用传给它的 axis_name",
+    "err_vmap_sizes": "vmap 映射的几个参数，被映射的轴长度不一样：每个样本共用的"
+    "参数在 in_axes 里要给 None，或者映射的轴不是批次的轴",
+    "err_vmap_rank": "vmap 要映射一个没有第 {axis} 轴的参数（一个数？）："
+    "在 in_axes 里给它 None；关键字参数一定会被映射，所以共用的参数要按位置传，"
+    "或在闭包里取用",
+    "err_reshape": "要求的形状 {shape} 装不下现有的 {size} 个值：是不是写死了一个"
+    "大小，或用错了量去算？大小要从输入的形状取",
+    "err_truth_value": "对数组用了 Python 的 if、and、or 或连续比较，但数组的每个"
+    "元素各有一个真假值：改用 jnp.where、jnp.maximum 或其他数组运算",
+    "err_index_by_name": "用名字去索引一个 {kind}：这些项目是 {kind}，要按位置取，"
+    "不是 dict",
+    "err_block_and_whole": "大小 {small} 碰上了大小 {large} = {k} × {small}："
+    "一个操作数是一个设备的那一块，另一个是分在 {k} 个设备上的整个数组；"
+    "两者的规格（或切分所沿的轴）不一样",
+    "err_contracting": "乘积沿大小 {a} 和 {b} 的两个轴求和，这两个大小必须一致："
+    "操作数的轴不是预期的那些（少了转置，或映射、切分错了轴？）",
+    "err_tracer_sharding": "在 jit 里读不到数组的 .sharding："
+    "jax.typeof(x).sharding 才能给出它的布局",
+    "err_not_divisible": "规格把某个参数的轴切给一组设备，但轴长不能被设备数整除："
+    "网格轴放错了维度，或两个轴对调了？",
+    "err_out_replication": "out_specs 里少了一个网格轴，这表示结果在那个轴的每个"
+    "设备上都一样，但没有任何运算让它一样：先沿那个轴归约（psum），"
+    "或在 out_specs 里写出这个轴",
+    "err_ring_count": "环的配对用到了 {named} 个设备，但这个轴只有 {devices} 台："
+    "要从轴的大小（jax.lax.axis_size）建出配对，别写死数字",
+    "err_scatter_untiled": "psum_scatter 不加 tiled=True 时，要分散的轴必须刚好有 "
+    "{count} 个元素，每个设备一个；tiled=True 才会把长度 {size} 的轴切成几块",
+    "err_concatenate_numbers": "concatenate 沿数组已有的轴接起来，但这些都是单一"
+    "的数：要用 np.stack 叠起来，做出一个新轴",
+    "err_stack_shapes": "要叠起来的数组形状不一样：把不同种类的部分（图像和标签？）"
+    "叠在一起了，每一种要各自叠",
+    "err_ragged": "用形状不同的项目或嵌套序列建数组：这些项目不是一个样（要先把"
+    "成对的项目拆开？）",
     "reduced_axis": "形状是某个输入沿第 {got} 轴归约后的形状，"
     "预期是沿第 {expected} 轴：轴选错了吗？",
     "array_for_number": "预期一个数，却得到一个数组："

@@ -50,6 +50,8 @@ TEXTS: dict[str, str] = {
     "tracer_leak": "有 JAX tracer 逃出了轉換"
     "（是否把 jit/grad/vmap 內算出的值存進全域變數？）",
     "timeout": "{seconds:g} 秒內沒有完成，已停止：{likely}",
+    "timeout_busy": "它自己的 {seconds:g} 秒內沒有完成，時鐘上過了 {wall:.0f} "
+    "秒時被停止（這段時間其他程式也占著 CPU 核心）：{likely}",
     "endless_loop": "是否有永不結束的迴圈？例如條件永遠不變的 `while` 迴圈",
     "endless_repeat": "資料集是否永遠取不完？沒有給次數的 `.repeat()` "
     "會無限重複資料集，走訪它就永遠不會結束",
@@ -157,6 +159,93 @@ TEXTS: dict[str, str] = {
                            "去了？",
     "relation_minus_input": "這是預期值減去 {amount}：是不是漏了答案的一部分？",
     "relation_off_by_one_named": "差了一：該用 {want} 的地方用了 {got}",
+    "rel_transposed": "數值都對，但轉置了：兩個軸對調（多寫或少寫了一個 .T，"
+    "或乘積的兩個運算元順序反了？）",
+    "rel_unit_axis_extra": "數值都對，但多了一個長度為 1 的軸：多了一次 reshape、"
+    "[:, None] 或 keepdims=True？",
+    "rel_unit_axis_missing": "數值都對，但少了長度為 1 的那個軸：多了一次 squeeze "
+    "或索引？",
+    "rel_reshaped": "數值和順序都對，但形狀是 {got}：reshape 成錯的形狀了？",
+    "rel_reduced_all": "這是所有預期值的{op}：該逐項給值的地方只給了一個數"
+    "（沿每個軸都歸約了）",
+    "rel_reduced": "這是預期值沿第 {axes} 軸的{op}：沿一個該保留的軸歸約了",
+    "rel_not_reduced": "你的值沿第 {axes} 軸取{op}才是預期值：少了這一步{op}",
+    "rel_first_part": "這是沿第 {axis} 軸預期的 {n} 個中的前 {m} 個：後面 {rest} "
+    "個漏掉了（最後較小的那一份被丟掉了？）",
+    "rel_last_part": "這是沿第 {axis} 軸預期的 {n} 個中的後 {m} 個：前面 {rest} "
+    "個漏掉了",
+    "rel_more_after": "沿第 {axis} 軸，你的前 {n} 個就是預期值，後面又多了 {rest} 個",
+    "rel_more_before": "沿第 {axis} 軸，你的後 {n} 個就是預期值，前面多了 {rest} 個",
+    "rel_repeated": "這是預期值沿第 {axis} 軸並排重複了 {k} 次：只要一份的地方"
+    "放了好幾份",
+    "rel_axis_times": "第 {axis} 軸有 {got} 個元素，預期 {expected} 個：是 {k} 倍",
+    "rel_axis_part": "第 {axis} 軸有 {got} 個元素，預期 {expected} 個：只有 {k} "
+    "分之一",
+    "rel_same_slices": "沿第 0 軸的 {n} 個切片全都一樣，預期的卻各不相同："
+    "同一份值（例如同一次抽出的隨機數）被重複用了？",
+    "rel_reversed": "數值都對，但沿第 {axis} 軸順序反了",
+    "rel_sorted": "數值都對，但被排序了：預期的順序不見了",
+    "rel_rows_reordered": "沿第 0 軸的各個切片都對，但順序不同：被打亂了，"
+    "或按別的東西排序了？",
+    "rel_within_rows": "沿第 0 軸的每個切片都有它該有的值，但順序不同",
+    "rel_reordered": "數值都對，但順序不同",
+    "rel_truncated": "預期是小數，得到的卻是整數：每個都是預期值去掉小數部分"
+    "（用了整數除法 //，或轉成了 int？）",
+    "rel_float_for_int": "整數值都對，但型別是 {got}，預期 {expected}：除法 / "
+    "或某次轉換改了型別",
+    "rel_other_float": "數值都對，但型別是 {got}，預期 {expected}：轉成了別的精度？",
+    "rel_extra_items": "預期值是你回傳的 {count} 項中的第 {n} 項：只回傳它就好",
+    "rel_only_part": "這只是預期值 {structure} 的{part}：要回傳整個值",
+    "rel_items_more": "有 {got} 項，預期 {expected} 項：前 {expected} 項都對，"
+    "後面又多了 {extra} 項",
+    "rel_items_more_empty": "有 {got} 項，預期 {expected} 項：前 {expected} 項都對，"
+    "最後一項是空的",
+    "rel_items_fewer": "預期 {expected} 項，只有 {got} 項，每項都對：最後 {missing} "
+    "項不見了",
+    "rel_unstacked": "這是 {n} 棵樹的串列，預期的是一棵樹，它的每個陣列沿新的第一個"
+    "軸放著這 {n} 份：要逐葉用 jnp.stack 合起來",
+    "spec_swapped": "網格軸放到了彼此的維度上：預期 {expected}，得到 {got}",
+    "op_sum": "總和",
+    "op_mean": "平均",
+    "op_max": "最大值",
+    "op_min": "最小值",
+    "err_axis_not_in_mesh": "規格用了網格軸 {axis}，但這個測試的網格沒有這個軸"
+    "（它的軸是 {axes}）：軸名要從給你的網格取，別照抄範例",
+    "err_unbound_axis": "集合運算用了軸 {axis}，但外層沒有任何東西綁定它："
+    "在 shard_map 裡用網格的軸名，在 vmap 或 pmap 裡用傳給它的 axis_name",
+    "err_vmap_sizes": "vmap 映射的幾個引數，被映射的軸長度不一樣：每個樣本共用的"
+    "引數在 in_axes 裡要給 None，或者映射的軸不是批次的軸",
+    "err_vmap_rank": "vmap 要映射一個沒有第 {axis} 軸的引數（一個數？）："
+    "在 in_axes 裡給它 None；關鍵字引數一定會被映射，所以共用的引數要按位置傳，"
+    "或在閉包裡取用",
+    "err_reshape": "要求的形狀 {shape} 裝不下現有的 {size} 個值：是不是寫死了一個"
+    "大小，或用錯了量去算？大小要從輸入的形狀取",
+    "err_truth_value": "對陣列用了 Python 的 if、and、or 或連續比較，但陣列的每個"
+    "元素各有一個真假值：改用 jnp.where、jnp.maximum 或其他陣列運算",
+    "err_index_by_name": "用名字去索引一個 {kind}：這些項目是 {kind}，要按位置取，"
+    "不是 dict",
+    "err_block_and_whole": "大小 {small} 碰上了大小 {large} = {k} × {small}："
+    "一個運算元是一臺裝置的那一塊，另一個是分在 {k} 臺裝置上的整個陣列；"
+    "兩者的規格（或切分所沿的軸）不一樣",
+    "err_contracting": "乘積沿大小 {a} 和 {b} 的兩個軸加總，這兩個大小必須一致："
+    "運算元的軸不是預期的那些（少了轉置，或映射、切分錯了軸？）",
+    "err_tracer_sharding": "在 jit 裡讀不到陣列的 .sharding："
+    "jax.typeof(x).sharding 才能給出它的布局",
+    "err_not_divisible": "規格把某個引數的軸切給一組裝置，但軸長不能被裝置數整除："
+    "網格軸放錯了維度，或兩個軸對調了？",
+    "err_out_replication": "out_specs 裡少了一個網格軸，這表示結果在那個軸的每臺"
+    "裝置上都一樣，但沒有任何運算讓它一樣：先沿那個軸歸約（psum），"
+    "或在 out_specs 裡寫出這個軸",
+    "err_ring_count": "環的配對用到了 {named} 臺裝置，但這個軸只有 {devices} 臺："
+    "要從軸的大小（jax.lax.axis_size）建出配對，別寫死數字",
+    "err_scatter_untiled": "psum_scatter 不加 tiled=True 時，要分散的軸必須剛好有 "
+    "{count} 個元素，每臺裝置一個；tiled=True 才會把長度 {size} 的軸切成幾塊",
+    "err_concatenate_numbers": "concatenate 沿陣列已有的軸接起來，但這些都是單一"
+    "的數：要用 np.stack 疊起來，做出一個新軸",
+    "err_stack_shapes": "要疊起來的陣列形狀不一樣：把不同種類的部分（影像和標籤？）"
+    "疊在一起了，每一種要各自疊",
+    "err_ragged": "用形狀不同的項目或巢狀序列建陣列：這些項目不是一個樣（要先把"
+    "成對的項目拆開？）",
     "reduced_axis": "形狀是某個輸入沿第 {got} 軸歸約後的形狀，"
     "預期是沿第 {expected} 軸：軸選錯了嗎？",
     "array_for_number": "預期一個數，卻得到一個陣列："

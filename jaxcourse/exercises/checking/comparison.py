@@ -24,6 +24,7 @@ from ...messages import message, ordinal
 from .measures import MEASURES, _measured
 from .observation import Bad, Choice, Node, Spec
 from .patterns import _pattern
+from .shapes import dtype_relation, order_relation, shape_relation
 from .spec import Case
 
 __all__ = ["compare", "where"]
@@ -146,7 +147,7 @@ def _axis(name: str, language: str) -> str:
         "spec_over", language, axis=name)
 
 
-def _compare_specs(exp: Spec, got: Spec, language: str) -> str:
+def _compare_specs(exp: Spec, got: Spec, language: str, patterns: bool = True) -> str:
     """Say which dimensions of a spec are split otherwise than expected."""
     if len(exp.axes) != len(got.axes):
         return message("spec_rank", language, got=len(got.axes),
@@ -155,7 +156,14 @@ def _compare_specs(exp: Spec, got: Spec, language: str) -> str:
                     expected=message("spec_none", language) if e == "None" else e)
             for dim, (e, g) in enumerate(zip(exp.axes, got.axes, strict=True))
             if e != g]
-    return message("list_joiner", language).join(said)
+    said = message("list_joiner", language).join(said)
+    if said and patterns and sorted(exp.axes) == sorted(got.axes):
+        # The same mesh axes, each on another dimension: a transpose of the
+        # spec (the rows' axis given to the columns, say).
+        said += " — " + message("spec_swapped", language,
+                                got=_structure(got, language),
+                                expected=_structure(exp, language))
+    return said
 
 
 def compare(expected: Any, got: Any, case: Case, language: str = "en",
@@ -183,15 +191,18 @@ def compare(expected: Any, got: Any, case: Case, language: str = "en",
     if not _same_structure(expected, got):
         bad = next((leaf for _, leaf in _leaves(got) if isinstance(leaf, Bad)), None)
         if isinstance(expected, np.ndarray) and isinstance(got, Node) or bad is None:
-            return message(
+            said = message(
                 "wrong_structure", language, expected=_structure(expected, language),
                 got=_structure(got, language),
             )
+            relation = _structure_relation(expected, got, case, language) \
+                if patterns else ""
+            return f"{said} — {relation}" if relation else said
         return message("returned_type", language, type=bad.type,
                        expected=message("array", language))
     for (path, exp), (_, out) in zip(_leaves(expected), _leaves(got), strict=True):
         if isinstance(exp, (Choice, Spec)) or isinstance(out, Choice):
-            problem = _compare_specs(exp, out, language) if isinstance(
+            problem = _compare_specs(exp, out, language, patterns) if isinstance(
                 exp, Spec) else _compare_choices(_named(exp), _named(out), language)
             if problem:
                 return message("at_path", language, where=where(path, language),
@@ -209,19 +220,101 @@ def compare(expected: Any, got: Any, case: Case, language: str = "en",
             return message("at_path", language, where=where(rest, language),
                            problem=said) if rest else said
         if problem and patterns:
-            pattern = _pattern(exp, out, case, language, devices)
-            problem += f" — {pattern}" if pattern else ""
+            relation = _array_relation(exp, out, case, language, devices)
+            if relation:
+                # The relation says what a hint in brackets would only guess.
+                problem = _compare_arrays(exp, out, case, language, hints=False) + \
+                    f" — {relation}"
         if problem:
             return message("at_path", language, where=where(path, language),
                            problem=problem) if path else problem
     return ""
 
 
+def _array_relation(exp: np.ndarray, got: np.ndarray, case: Case, language: str,
+                    devices: int | None) -> str:
+    """How a wrong array relates to the expected one, whatever differs ("" if not)."""
+    if exp.shape != got.shape:
+        return shape_relation(exp, got, case, language)
+    if exp.dtype != got.dtype:
+        relation = dtype_relation(exp, got, case, language)
+        if relation:
+            return relation
+    return _pattern(exp, got, case, language, devices) or order_relation(
+        exp, got, case, language)
+
+
+def _items(node: Node) -> tuple:
+    return node.items if node.kind in _SEQUENCES else ()
+
+
+def _equal(expected: Any, got: Any, case: Case) -> bool:
+    return _same_structure(expected, got) and not compare(
+        expected, got, case, patterns=False)
+
+
+def _structure_relation(expected: Any, got: Any, case: Case, language: str) -> str:
+    """Say how a returned value of another structure holds the expected one ("" if not).
+
+    The expected value returned with other items beside it; only one item
+    of the expected value; the expected items, with some more or some
+    missing at the end (checked item by item); or a list of trees where one
+    tree of stacked arrays was expected.
+    """
+    if isinstance(got, Node):
+        for number, item in enumerate(_items(got)):
+            if _equal(expected, item, case):
+                return message("rel_extra_items", language, n=number + 1,
+                               ordinal=ordinal(number + 1), count=len(got.items))
+    if isinstance(expected, Node):
+        for number, item in enumerate(expected.items):
+            if _equal(item, got, case):
+                part = where((expected.keys[number] if expected.keys else number,),
+                             language)
+                return message("rel_only_part", language, part=part,
+                               structure=_structure(expected, language))
+    if not (isinstance(expected, Node) and isinstance(got, Node)):
+        return ""
+    wanted, given = _items(expected), _items(got)
+    if wanted and given and len(wanted) != len(given):
+        common = min(len(wanted), len(given))
+        if all(_equal(w, g, case) for w, g in zip(wanted, given, strict=False)):
+            if len(given) > len(wanted):
+                empty = any(leaf.size == 0 for _, leaf in _leaves(given[-1])
+                            if isinstance(leaf, np.ndarray))
+                return message("rel_items_more_empty" if empty else "rel_items_more",
+                               language, got=len(given), expected=common,
+                               extra=len(given) - common)
+            return message("rel_items_fewer", language, got=common,
+                           expected=len(wanted), missing=len(wanted) - common)
+    n = len(given)
+    leaves = [leaf for _, leaf in _leaves(expected)]
+    if n >= 2 and all(isinstance(leaf, np.ndarray) and leaf.ndim >= 1
+                      and leaf.shape[0] == n for leaf in leaves) and all(
+            _same_structure(expected, item) or _leaf_count(item) == len(leaves)
+            for item in given):
+        rows = [[leaf[i] for leaf in leaves] for i in range(n)]
+        items = [[leaf for _, leaf in _leaves(item)] for item in given]
+        if all(len(r) == len(i) and all(
+                isinstance(b, np.ndarray) and a.shape == b.shape
+                and not _compare_arrays(a, b, case, language)
+                for a, b in zip(r, i, strict=True))
+               for r, i in zip(rows, items, strict=True)):
+            return message("rel_unstacked", language, n=n)
+    return ""
+
+
+def _leaf_count(value: Any) -> int:
+    return len(_leaves(value))
+
+
 def _compare_arrays(
-    exp: np.ndarray, got: np.ndarray, case: Case, language: str
+    exp: np.ndarray, got: np.ndarray, case: Case, language: str, hints: bool = True
 ) -> str:
     if exp.shape != got.shape:
         text = message("wrong_shape", language, expected=exp.shape, got=got.shape)
+        if not hints:
+            return text
         if exp.ndim >= 2 and got.shape == exp.shape[::-1]:
             text += " (" + message("transposed", language) + ")"
         elif exp.ndim == 0:
@@ -233,14 +326,14 @@ def _compare_arrays(
         return message("wrong_dtype", language, expected=exp.dtype.name,
                        got=got.dtype.name) + (
             " (" + message("bool_for_number", language) + ")"
-            if bool_for_number else "")
+            if bool_for_number and hints else "")
     if case.dtype == "kind" and _kind(exp.dtype) != _kind(got.dtype):
         return message("wrong_kind", language,
                        expected=message(_kind(exp.dtype), language)
                        if _kind(exp.dtype).endswith("_kind") else _kind(exp.dtype),
                        got=got.dtype.name) + (
             " (" + message("bool_for_number", language) + ")"
-            if bool_for_number else "")
+            if bool_for_number and hints else "")
     e = exp.astype(np.float64) if exp.dtype.kind == "b" else exp
     g = got.astype(np.float64) if got.dtype.kind in "biu" or got.dtype.name == \
         "bfloat16" else got

@@ -21,6 +21,7 @@ import numpy as np
 from ...messages import explain_error, message
 from . import references
 from .comparison import compare, where
+from .errors import read_error
 from .library_answers import function_library_answer, shown_name
 from .measures import _measured as _measured
 from .mode import GRADING_ENV, grading_mode
@@ -131,7 +132,12 @@ def _verdict(
     elif got.kind == "missing":
         problem = message("missing_function", lang, name=exercise.function_name)
     elif got.kind == "timeout":
-        problem = message("timeout", lang, seconds=got.seconds,
+        # Past a fifth over the limit, the learner waited visibly longer than
+        # the limit says: both are said. A graded row stays the same on any
+        # machine, so the grader says the limit alone.
+        busy = got.wall > 1.2 * got.seconds and not grading_mode()
+        problem = message("timeout_busy" if busy else "timeout", lang,
+                          seconds=got.seconds, wall=got.wall,
                           likely=message(f"endless_{case.endless}", lang))
     elif got.kind == "skipped":
         problem = message("skipped_after_timeout", lang)
@@ -151,6 +157,11 @@ def _verdict(
             problem += ": " + message("tracer_leak", lang)
         elif got.category == "global_shape":
             problem += ": " + message("global_shape_advice", lang)
+        else:
+            # The slip the error's own words show (a mesh axis written in, an
+            # argument mapped that every item shares...), where a rule reads it.
+            slip = read_error(got.error, exercise.devices, lang)
+            problem += f" — {slip}" if slip else ""
     elif case.transform == "vectorized":
         counts = got.value if isinstance(got.value, np.ndarray) else np.zeros(0)
         small, large = (int(c) for c in counts.ravel()[:2]) if counts.size >= 2 \
@@ -170,6 +181,12 @@ def _verdict(
                 problem = compare(expected.value, got.value, case, lang,
                                   patterns=False,
                                   devices=exercise.devices) + " — " + mistake
+            elif got.echoed:
+                # An argument returned unchanged says more than how it
+                # relates to the right value.
+                problem = compare(expected.value, got.value, case, lang,
+                                  patterns=False, devices=exercise.devices) + \
+                    " — " + message("echoed_input", lang, arg=got.echoed)
             elif " — " not in problem:
                 # How the wrong value relates to the right one: the slip in
                 # the reference's own reasoning that gives it, a unit, an

@@ -129,6 +129,9 @@ class Observation:
     seconds: float = 0.0
     echoed: int = 0
     inputs: tuple = ()
+    #: A timeout's seconds on the wall clock, from the Check's first case
+    #: to the stop: what the learner waited (0 when not measured).
+    wall: float = 0.0
 
     def to_json(self) -> dict:
         """Encode as JSON-compatible data (arrays as base64)."""
@@ -142,6 +145,7 @@ class Observation:
             "seconds": self.seconds,
             "echoed": self.echoed,
             "inputs": [list(shape) for shape in self.inputs],
+            "wall": self.wall,
         }
 
     @classmethod
@@ -162,6 +166,7 @@ class Observation:
             echoed=int(data.get("echoed", 0)),
             inputs=tuple(tuple(int(n) for n in shape)
                          for shape in data.get("inputs", ())[:16]),
+            wall=float(data.get("wall", 0.0)),
         )
 
 
