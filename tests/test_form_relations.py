@@ -203,6 +203,13 @@ def test_a_spec_with_its_axes_swapped_is_named() -> None:
      "(1, 2), (2, 3), (3, 4), (4, 5), (5, 6), (6, 7), (7, 0)).", 4, "err_ring_count"),
     ("ValueError: The truth value of an array with more than one element is "
      "ambiguous. Use a.any() or a.all()", 1, "err_truth_value"),
+    ("ProcessesOutOfStepError: process 1 failed: ValueError: process 1 passed "
+     "step() a batch of shape (1,), not (4,): every process must pass full batches",
+     1, "err_partial_batch"),
+    ("ProcessesOutOfStepError: process 1 failed: ValueError: Invalid host data, "
+     "each dimension should match either global or process shape. In dimension 0, "
+     "the process data has 4 elements. Process addresses 8 elements and "
+     "global_shape=(16, 10).", 1, "err_host_rows"),
 ])
 def test_an_errors_words_name_the_slip(error: str, devices: int, key: str) -> None:
     assert _key(read_error(error, devices, "en")) == key

@@ -317,6 +317,12 @@ TEXTS: dict[str, str] = {
     "err_ragged": "an array made from items of different shapes or nested "
     "sequences: the items are not all alike (pairs to split into their parts "
     "first?)",
+    "err_partial_batch": "a batch of {got} where every step takes {size}: the "
+    "records ran out before the steps did (more steps than full batches: a count "
+    "rounded up, or not the smallest of every process's?)",
+    "err_host_rows": "this process holds {has} along dimension {dim}, but the "
+    "global shape {shape} gives it {addr}: the global shape is every process's "
+    "rows together (its own times the number of processes), no more",
     "reduced_axis": "the shape is that of an input reduced along axis {got}, "
     "where axis {expected} was expected: the wrong axis?",
     "array_for_number": "an array where a single number was expected: a sum, a "

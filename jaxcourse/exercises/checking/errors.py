@@ -64,6 +64,14 @@ def _pairs(match: re.Match, devices: int | None, language: str) -> str:
     return ""
 
 
+def _partial(match: re.Match, devices: int | None, language: str) -> str:
+    # A batch shorter than the step's: the records ran out before the steps.
+    if int(match["got"]) < int(match["size"]):
+        return message("err_partial_batch", language, got=match["got"],
+                       size=match["size"])
+    return ""
+
+
 def _fixed(key: str) -> _Rule:
     def said(match: re.Match, devices: int | None, language: str) -> str:
         return message(key, language, **match.groupdict())
@@ -102,6 +110,12 @@ _RULES: tuple[tuple[re.Pattern, _Rule], ...] = (
                 r"(?P<pairs>\(.*\))"), _pairs),
     (re.compile(r"scatter dimension size (?P<size>\d+) must match shard count "
                 r"(?P<count>\d+)"), _fixed("err_scatter_untiled")),
+    (re.compile(r"(?:passed step\(\)|step\(\) got) a batch of shape "
+                r"\((?P<got>\d+),?\), not \((?P<size>\d+),?\)"), _partial),
+    (re.compile(r"Invalid host data, each dimension should match either global or "
+                r"process shape\. In dimension (?P<dim>\d+), the process data has "
+                r"(?P<has>\d+) elements\. Process addresses (?P<addr>\d+) elements "
+                r"and global_shape=(?P<shape>\([^)]*\))"), _fixed("err_host_rows")),
     (re.compile(r"zero-dimensional arrays cannot be concatenated"),
      _fixed("err_concatenate_numbers")),
     (re.compile(r"all input arrays must have the same shape"),
