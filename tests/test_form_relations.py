@@ -227,3 +227,20 @@ def test_an_errors_words_name_the_slip(error: str, devices: int, key: str) -> No
 def test_an_error_no_rule_reads_is_left_in_its_own_words(error: str,
                                                         devices: int) -> None:
     assert read_error(error, devices, "en") == ""
+
+
+def test_a_scan_over_the_examples_is_no_batched_computation() -> None:
+    # lax.map traces to one scan as long as the batch: the same operations
+    # at every size, so counting them saw no loop (a held-out answer passed).
+    import jax
+
+    from jaxcourse.exercises import check, get
+    from jaxcourse.mlp import predict
+
+    def with_map(params, images):
+        return jax.lax.map(lambda image: predict(params, image), images)
+
+    assert check("mlp.batched_predict", get("mlp.batched_predict").reference).passed
+    result = check("mlp.batched_predict", with_map)
+    said = [f.problem for f in result.feedback if not f.passed]
+    assert len(said) == 1 and "scans over its" in said[0], said

@@ -341,6 +341,9 @@ TEXTS: dict[str, str] = {
     "not_vectorized": "the traced program grows with the batch "
     "({small} operations for {n_small} examples, {large} for {n_large}): "
     "a Python loop over the examples? Use array operations or jax.vmap",
+    "scanned_examples": "the traced program scans over its {n} examples one at a "
+    "time (a lax.map, or a scan as long as the batch): a loop, not a batched "
+    "computation; use jax.vmap or array operations",
     "printed": "(its printed output, {chars} characters, was hidden)",
     "array": "an array",
     "float_kind": "floating-point",

@@ -269,6 +269,8 @@ TEXTS: dict[str, str] = {
     "not_vectorized": "追踪出的程序随批次变大（{n_small} 条时 {small} 个运算，"
     "{n_large} 条时 {large} 个）：是不是用 Python 循环逐条处理？"
     "请改用数组运算或 jax.vmap",
+    "scanned_examples": "追踪出的程序对 {n} 个样本逐一扫描（lax.map 或长度等于批次"
+    "的 scan）：样本是一个接一个算的，不是成批计算；改用 jax.vmap 或数组运算",
     "printed": "（已隐藏其输出的 {chars} 个字符）",
     "array": "数组",
     "float_kind": "浮点数",

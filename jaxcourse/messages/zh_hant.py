@@ -266,6 +266,8 @@ TEXTS: dict[str, str] = {
     "not_vectorized": "追蹤出的程式隨批次變大（{n_small} 筆時 {small} 個運算，"
     "{n_large} 筆時 {large} 個）：是不是用 Python 迴圈逐筆處理？"
     "請改用陣列運算或 jax.vmap",
+    "scanned_examples": "追蹤出的程式對 {n} 個樣本逐一掃描（lax.map 或長度等於批次"
+    "的 scan）：樣本是一個接一個算的，不是成批計算；改用 jax.vmap 或陣列運算",
     "printed": "（已隱藏其輸出的 {chars} 個字元）",
     "array": "陣列",
     "float_kind": "浮點數",

@@ -108,6 +108,20 @@ def _split(args: tuple) -> tuple[list[int], list[Any]]:
     return positions, [args[i] for i in positions]
 
 
+def _scan_lengths(jaxpr: Any) -> set[int]:
+    """Return the length of every scan in ``jaxpr``, nested ones too (``lax.map``'s)."""
+    lengths = set()
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "scan":
+            lengths.add(int(eqn.params.get("length", -1)))
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, (list, tuple)) else (param,):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    lengths |= _scan_lengths(inner)
+    return lengths
+
+
 def _count_eqns(jaxpr: Any) -> int:
     total = 0
     for eqn in jaxpr.eqns:
@@ -164,11 +178,15 @@ def _prepared_call(
                                 in_axes=case.in_axes)(*traced)
 
     def vectorized() -> np.ndarray:
+        # Operations at each size, then whether the largest size's program
+        # scans over its examples one at a time (a lax.map or a scan as long
+        # as the batch: a loop that a count of operations cannot see).
         counts = []
         for n in case.sizes:
             sized = case.make_inputs(n)
             jaxpr = jax.make_jaxpr(_closed(function, sized, kwargs))(*_split(sized)[1])
             counts.append(_count_eqns(jaxpr.jaxpr))
+        counts.append(int(case.sizes[-1] in _scan_lengths(jaxpr.jaxpr)))
         return np.array(counts)
 
     return vectorized

@@ -284,7 +284,10 @@ def _in_fresh_process(action: str, module_name: str, module_file: str | os.PathL
     # The folder that holds the module's top-level package goes first on the
     # path, so the child imports this very module.
     root = Path(module_file).resolve().parents[module_name.count(".")]
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    # A launched case runs with the course's launcher, never through a Slurm
+    # cluster that happens to be up: what is stored must not depend on it
+    # (srun gave chapter 8's global_batch other values for a known mistake).
+    env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_COURSE_CHECK_LAUNCHER="course")
     env["PYTHONPATH"] = os.pathsep.join(
         [str(root), str(_package_root()), *filter(None, [env.get("PYTHONPATH")])]
     )
