@@ -213,7 +213,7 @@ TEXTS: dict[str, str] = {
     "op_min": "最小值",
     "err_axis_not_in_mesh": "规格用了网格轴 {axis}，但这个测试的网格没有这个轴"
     "（它的轴是 {axes}）：轴名要从给你的网格取，别照抄范例",
-    "err_unbound_axis": "集合运算用了轴 {axis}，但外层没有任何东西绑定它："
+    "err_unbound_axis": "集体运算用了轴 {axis}，但外层没有任何东西绑定它："
     "在 shard_map 里用网格的轴名，在 vmap 或 pmap 里用传给它的 axis_name",
     "err_vmap_sizes": "vmap 映射的几个参数，被映射的轴长度不一样：每个样本共用的"
     "参数在 in_axes 里要给 None，或者映射的轴不是批次的轴",
@@ -224,7 +224,7 @@ TEXTS: dict[str, str] = {
     "大小，或用错了量去算？大小要从输入的形状取",
     "err_truth_value": "对数组用了 Python 的 if、and、or 或连续比较，但数组的每个"
     "元素各有一个真假值：改用 jnp.where、jnp.maximum 或其他数组运算",
-    "err_index_by_name": "用名字去索引一个 {kind}：这些项目是 {kind}，要按位置取，"
+    "err_index_by_name": "用名字去索引一个 {kind}：这些项是 {kind}，要按位置取，"
     "不是 dict",
     "err_block_and_whole": "大小 {small} 碰上了大小 {large} = {k} × {small}："
     "一个操作数是一个设备的那一块，另一个是分在 {k} 个设备上的整个数组；"
@@ -246,8 +246,8 @@ TEXTS: dict[str, str] = {
     "的数：要用 np.stack 叠起来，做出一个新轴",
     "err_stack_shapes": "要叠起来的数组形状不一样：把不同种类的部分（图像和标签？）"
     "叠在一起了，每一种要各自叠",
-    "err_ragged": "用形状不同的项目或嵌套序列建数组：这些项目不是一个样（要先把"
-    "成对的项目拆开？）",
+    "err_ragged": "用形状不同的项或嵌套序列建数组：这些项不是一个样（要先把"
+    "成对的项拆开？）",
     "err_partial_batch": "批次只有 {got} 条，每一步却要 {size} 条：步数还没跑完，"
     "数据就用完了（步数比完整批次多：次数进位了，或不是每个进程中最小的那个？）",
     "err_host_rows": "这个进程沿第 {dim} 维有 {has} 条，全局形状 {shape} 却分给它 "

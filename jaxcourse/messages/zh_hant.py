@@ -182,7 +182,7 @@ TEXTS: dict[str, str] = {
     "rel_axis_part": "第 {axis} 軸有 {got} 個元素，預期 {expected} 個：只有 {k} "
     "分之一",
     "rel_same_slices": "沿第 0 軸的 {n} 個切片全都一樣，預期的卻各不相同："
-    "同一份值（例如同一次抽出的隨機數）被重複用了？",
+    "同一份值（例如同一次抽出的亂數）被重複用了？",
     "rel_reversed": "數值都對，但沿第 {axis} 軸順序反了",
     "rel_sorted": "數值都對，但被排序了：預期的順序不見了",
     "rel_rows_reordered": "沿第 0 軸的各個切片都對，但順序不同：被打亂了，"
@@ -211,24 +211,24 @@ TEXTS: dict[str, str] = {
     "op_min": "最小值",
     "err_axis_not_in_mesh": "規格用了網格軸 {axis}，但這個測試的網格沒有這個軸"
     "（它的軸是 {axes}）：軸名要從給你的網格取，別照抄範例",
-    "err_unbound_axis": "集合運算用了軸 {axis}，但外層沒有任何東西綁定它："
+    "err_unbound_axis": "集體運算用了軸 {axis}，但外層沒有任何東西綁定它："
     "在 shard_map 裡用網格的軸名，在 vmap 或 pmap 裡用傳給它的 axis_name",
-    "err_vmap_sizes": "vmap 映射的幾個引數，被映射的軸長度不一樣：每個樣本共用的"
-    "引數在 in_axes 裡要給 None，或者映射的軸不是批次的軸",
-    "err_vmap_rank": "vmap 要映射一個沒有第 {axis} 軸的引數（一個數？）："
-    "在 in_axes 裡給它 None；關鍵字引數一定會被映射，所以共用的引數要按位置傳，"
+    "err_vmap_sizes": "vmap 對映的幾個引數，被對映的軸長度不一樣：每個樣本共用的"
+    "引數在 in_axes 裡要給 None，或者對映的軸不是批次的軸",
+    "err_vmap_rank": "vmap 要對映一個沒有第 {axis} 軸的引數（一個數？）："
+    "在 in_axes 裡給它 None；關鍵字引數一定會被對映，所以共用的引數要按位置傳，"
     "或在閉包裡取用",
     "err_reshape": "要求的形狀 {shape} 裝不下現有的 {size} 個值：是不是寫死了一個"
     "大小，或用錯了量去算？大小要從輸入的形狀取",
     "err_truth_value": "對陣列用了 Python 的 if、and、or 或連續比較，但陣列的每個"
     "元素各有一個真假值：改用 jnp.where、jnp.maximum 或其他陣列運算",
-    "err_index_by_name": "用名字去索引一個 {kind}：這些項目是 {kind}，要按位置取，"
+    "err_index_by_name": "用名字去索引一個 {kind}：這些項是 {kind}，要按位置取，"
     "不是 dict",
     "err_block_and_whole": "大小 {small} 碰上了大小 {large} = {k} × {small}："
     "一個運算元是一臺裝置的那一塊，另一個是分在 {k} 臺裝置上的整個陣列；"
     "兩者的規格（或切分所沿的軸）不一樣",
     "err_contracting": "乘積沿大小 {a} 和 {b} 的兩個軸加總，這兩個大小必須一致："
-    "運算元的軸不是預期的那些（少了轉置，或映射、切分錯了軸？）",
+    "運算元的軸不是預期的那些（少了轉置，或對映、切分錯了軸？）",
     "err_tracer_sharding": "在 jit 裡讀不到陣列的 .sharding："
     "jax.typeof(x).sharding 才能給出它的布局",
     "err_not_divisible": "規格把某個引數的軸切給一組裝置，但軸長不能被裝置數整除："
@@ -244,8 +244,8 @@ TEXTS: dict[str, str] = {
     "的數：要用 np.stack 疊起來，做出一個新軸",
     "err_stack_shapes": "要疊起來的陣列形狀不一樣：把不同種類的部分（影像和標籤？）"
     "疊在一起了，每一種要各自疊",
-    "err_ragged": "用形狀不同的項目或巢狀序列建陣列：這些項目不是一個樣（要先把"
-    "成對的項目拆開？）",
+    "err_ragged": "用形狀不同的項或巢狀序列建陣列：這些項不是一個樣（要先把"
+    "成對的項拆開？）",
     "err_partial_batch": "批次只有 {got} 筆，每一步卻要 {size} 筆：步數還沒跑完，"
     "資料就用完了（步數比完整批次多：次數進位了，或不是每個行程中最小的那個？）",
     "err_host_rows": "這個行程沿第 {dim} 維有 {has} 筆，全域形狀 {shape} 卻分給它 "
