@@ -287,25 +287,18 @@ def _structure_relation(expected: Any, got: Any, case: Case, language: str) -> s
                                extra=len(given) - common)
             return message("rel_items_fewer", language, got=common,
                            expected=len(wanted), missing=len(wanted) - common)
-    n = len(given)
     leaves = [leaf for _, leaf in _leaves(expected)]
-    if n >= 2 and all(isinstance(leaf, np.ndarray) and leaf.ndim >= 1
-                      and leaf.shape[0] == n for leaf in leaves) and all(
-            _same_structure(expected, item) or _leaf_count(item) == len(leaves)
-            for item in given):
-        rows = [[leaf[i] for leaf in leaves] for i in range(n)]
-        items = [[leaf for _, leaf in _leaves(item)] for item in given]
-        if all(len(r) == len(i) and all(
-                isinstance(b, np.ndarray) and a.shape == b.shape
-                and not _compare_arrays(a, b, case, language)
-                for a, b in zip(r, i, strict=True))
-               for r, i in zip(rows, items, strict=True)):
-            return message("rel_unstacked", language, n=n)
+    # Item i holds, leaf by leaf, row i of every expected array.
+    items = [[leaf for _, leaf in _leaves(item)] for item in given]
+    if len(given) >= 2 and all(
+            isinstance(leaf, np.ndarray) and leaf.shape[:1] == (len(given),)
+            for leaf in leaves) and all(len(item) == len(leaves) for item in items) \
+            and all(isinstance(b, np.ndarray) and a[i].shape == b.shape
+                    and not _compare_arrays(a[i], b, case, language)
+                    for i, item in enumerate(items)
+                    for a, b in zip(leaves, item, strict=True)):
+        return message("rel_unstacked", language, n=len(given))
     return ""
-
-
-def _leaf_count(value: Any) -> int:
-    return len(_leaves(value))
 
 
 def _compare_arrays(

@@ -191,7 +191,7 @@ def _verdict(
                 # relates to the right value.
                 problem = compare(expected.value, got.value, case, lang,
                                   patterns=False, devices=exercise.devices) + \
-                    " — " + message("echoed_input", lang, arg=got.echoed)
+                    " — " + _from_inputs(expected.value, got, lang)
             elif " — " not in problem:
                 # How the wrong value relates to the right one: the slip in
                 # the reference's own reasoning that gives it, a unit, an
